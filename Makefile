@@ -1,0 +1,31 @@
+# Thin aliases over the commands the README shows.
+PYTHON ?= python3
+VENV   := .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.installed
+
+.PHONY: run test lint golden bench clean
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e '.[test]'
+	touch $(STAMP)
+
+run: $(STAMP)
+	$(BIN)/verl-setup detect
+	$(BIN)/verl-setup plan --explain
+
+test: $(STAMP)
+	$(BIN)/python -m pytest -n 4
+
+lint: $(STAMP)
+	$(BIN)/ruff check installer tests bench
+	$(BIN)/ruff format --check installer tests bench
+	$(BIN)/mypy
+
+bench: $(STAMP)
+	$(BIN)/python bench/startup.py
+
+clean:
+	rm -rf $(VENV) build dist .pytest_cache .mypy_cache .ruff_cache

@@ -1,0 +1,166 @@
+"""Command line: one _add_X/_run_X pair per subcommand; the logic lives in the modules they call."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from verl_setup import __version__
+from verl_setup.errors import VerlSetupError
+
+
+def _add_plan_flags(p: argparse.ArgumentParser) -> None:
+    g = p.add_argument_group("target machine (flag > VERL_SETUP_* env > --host file > detection)")
+    g.add_argument("--host", type=Path, metavar="FILE", help="a saved `verl-setup detect --json`")
+    g.add_argument("--driver", metavar="VERSION", help="NVIDIA driver, e.g. 535.129.03")
+    g.add_argument("--gpu", action="append", default=[], metavar="NAME", help="GPU model (repeatable)")
+    g.add_argument("--sm", metavar="X.Y", help="compute capability of the GPUs")
+    g.add_argument("--gpu-count", type=int, metavar="N", help="GPUs per node")
+    g.add_argument("--no-gpu", action="store_true", help="plan for a machine without an NVIDIA GPU")
+    g.add_argument("--python", metavar="X.Y[.Z]", help="Python to install")
+    g.add_argument("--verl", metavar="PREFIX", help="verl version prefix, e.g. 0.7")
+    g.add_argument("--engine", choices=("vllm", "sglang", "none"), help="rollout engine")
+    g.add_argument("--policy", choices=("compat", "strict"), help="driver policy (default compat)")
+    g.add_argument("--matrix", type=Path, metavar="FILE", help="use this rows file instead of the bundled one")
+
+
+def _plan(args: argparse.Namespace) -> Any:
+    from verl_setup.planning import make_plan  # noqa: PLC0415  # lazy: keeps --help fast
+
+    return make_plan(args, os.environ)
+
+
+def _add_detect(sub: Any) -> None:
+    p = sub.add_parser("detect", help="describe this host (GPUs, driver, Pythons, CUDA, tools)")
+    p.add_argument("--json", action="store_true", help="machine-readable HostFacts (schema 1)")
+    p.set_defaults(run=_run_detect)
+
+
+def _run_detect(args: argparse.Namespace) -> int:
+    from verl_setup import report  # noqa: PLC0415
+    from verl_setup.host.detect import detect  # noqa: PLC0415
+
+    facts = detect()
+    sys.stdout.write(facts.to_json() if args.json else report.host_text(facts))
+    return 0
+
+
+def _add_plan(sub: Any) -> None:
+    p = sub.add_parser("plan", help="select the matrix row for a machine, and say why")
+    p.add_argument("--json", action="store_true", help="machine-readable plan (schema 1)")
+    p.add_argument("--explain", action="store_true", help="show evidence and every rejected row")
+    _add_plan_flags(p)
+    p.set_defaults(run=_run_plan)
+
+
+def _run_plan(args: argparse.Namespace) -> int:
+    from verl_setup import report  # noqa: PLC0415
+
+    plan = _plan(args)
+    if args.json:
+        sys.stdout.write(json.dumps(plan.to_json(), indent=2) + "\n")
+    else:
+        sys.stdout.write(report.plan_text(plan, explain=args.explain))
+    return 0
+
+
+def _add_matrix(sub: Any) -> None:
+    p = sub.add_parser("matrix", help="the compatibility data itself")
+    msub = p.add_subparsers(dest="matrix_cmd", required=True, metavar="list|show|validate")
+    ls = msub.add_parser("list", help="every row, one line each")
+    ls.add_argument("--json", action="store_true")
+    ls.add_argument("--matrix", type=Path, metavar="FILE")
+    ls.set_defaults(run=_run_matrix_list)
+    show = msub.add_parser("show", help="one row with its evidence")
+    show.add_argument("id")
+    show.add_argument("--json", action="store_true")
+    show.add_argument("--matrix", type=Path, metavar="FILE")
+    show.set_defaults(run=_run_matrix_show)
+    val = msub.add_parser("validate", help="check a rows file; report file, line, row and key")
+    val.add_argument("file", nargs="?", type=Path)
+    val.add_argument("--json", action="store_true")
+    val.set_defaults(run=_run_matrix_validate)
+
+
+def _run_matrix_list(args: argparse.Namespace) -> int:
+    from verl_setup import report  # noqa: PLC0415
+    from verl_setup.matrix.load import load_matrix  # noqa: PLC0415
+
+    matrix = load_matrix(args.matrix)
+    if args.json:
+        rows = [r.to_dict() for r in matrix.rows]
+        sys.stdout.write(json.dumps({"matrix": str(matrix.path), "sha256": matrix.sha256, "rows": rows}, indent=2) + "\n")
+    else:
+        sys.stdout.write(report.matrix_list_text(matrix))
+    return 0
+
+
+def _run_matrix_show(args: argparse.Namespace) -> int:
+    from verl_setup import report  # noqa: PLC0415
+    from verl_setup.matrix.load import load_matrix  # noqa: PLC0415
+
+    matrix = load_matrix(args.matrix)
+    row = matrix.row(args.id)
+    if args.json:
+        sys.stdout.write(json.dumps(row.to_dict(), indent=2) + "\n")
+    else:
+        sys.stdout.write(report.row_text(row, matrix))
+    return 0
+
+
+def _run_matrix_validate(args: argparse.Namespace) -> int:
+    from verl_setup.matrix.load import check, default_matrix_path  # noqa: PLC0415
+
+    path = (args.file or default_matrix_path()).resolve()
+    problems, matrix = check(path)
+    if args.json:
+        sys.stdout.write(json.dumps({"file": str(path), "ok": not problems, "problems": problems}, indent=2) + "\n")
+    elif problems:
+        sys.stdout.write("".join(f"{p}\n" for p in problems))
+    else:
+        assert matrix is not None  # noqa: S101  # check() returns a matrix when there are no problems
+        sys.stdout.write(f"{path}: {len(matrix.rows)} rows, no problems\n")
+    return 2 if problems else 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The whole command line."""
+    parser = argparse.ArgumentParser(
+        prog="verl-setup",
+        description="Detect a GPU host, select an evidence-backed verl stack, install it with uv.",
+    )
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    for add in (_add_detect, _add_plan, _add_matrix):
+        add(sub)
+    return parser
+
+
+def main_inner(argv: Sequence[str] | None = None) -> int:
+    """Parse and run; errors propagate (tests call this)."""
+    args = build_parser().parse_args(argv)
+    return int(args.run(args))
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point: one clear line per error, and the documented exit code."""
+    try:
+        return main_inner(argv)
+    except VerlSetupError as exc:
+        sys.stderr.write(f"verl-setup: error: {exc}\n")
+        return exc.exit_code
+    except KeyboardInterrupt:
+        sys.stderr.write("verl-setup: interrupted\n")
+        return 130
+    except BrokenPipeError:
+        return 0
+    except Exception as exc:
+        if os.environ.get("VERL_SETUP_DEBUG"):
+            raise
+        sys.stderr.write(f"verl-setup: unexpected error: {type(exc).__name__}: {exc} (VERL_SETUP_DEBUG=1 shows more)\n")
+        return 1

@@ -1,0 +1,33 @@
+"""Error classes, one exit code each (0 ok, 1 unexpected, 2 bad input, 3 no row, 4 install, 5 check)."""
+
+from __future__ import annotations
+
+
+class VerlSetupError(Exception):
+    """Base class: a failure the user can act on, printed as one line."""
+
+    exit_code = 1
+
+
+class BadInputError(VerlSetupError):
+    """A flag, host file, environment variable or matrix file that cannot be used."""
+
+    exit_code = 2
+
+
+class NoCompatibleRowError(VerlSetupError):
+    """Selection found no matrix row for the host; the message names the nearest rows."""
+
+    exit_code = 3
+
+
+class InstallError(VerlSetupError):
+    """uv, a lock or the staging/swap of an environment failed."""
+
+    exit_code = 4
+
+
+class CheckFailedError(VerlSetupError):
+    """A doctor or verify check failed."""
+
+    exit_code = 5

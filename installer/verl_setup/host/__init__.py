@@ -1,0 +1,1 @@
+"""Host detection: probes (one source each) feeding frozen HostFacts."""

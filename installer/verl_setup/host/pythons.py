@@ -1,0 +1,102 @@
+"""Find Python interpreters (PATH, pyenv's versions folder, uv-managed) and ask each its version."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+from verl_setup.host.facts import PythonInterpreter
+from verl_setup.runner import ProgramError, run
+
+PY_TIMEOUT = 5.0
+
+# Runs inside each interpreter (Python 2 compatible, so an old `python` on PATH still answers).
+# /proc/self/maps names the libpython actually loaded, which LD_LIBRARY_PATH can swap.
+_CHILD = (
+    "import sys, json\n"
+    "lib = None\n"
+    "try:\n"
+    "    for line in open('/proc/self/maps'):\n"
+    "        parts = line.split()\n"
+    "        if len(parts) > 5 and 'libpython' in parts[-1]:\n"
+    "            lib = parts[-1]; break\n"
+    "except Exception:\n"
+    "    pass\n"
+    "impl = getattr(getattr(sys, 'implementation', None), 'name', 'cpython')\n"
+    "sys.stdout.write(json.dumps({'version': '%d.%d.%d' % tuple(sys.version_info[:3]),"
+    " 'implementation': impl, 'libpython': lib}))\n"
+)
+_NAME_RE = re.compile(r"^python(3(\.\d+)?)?$")
+
+
+def candidates(path_env: str, home: Path, env: dict[str, str]) -> Iterator[tuple[Path, str]]:
+    """Yield (executable, source) for every interpreter we can see, PATH first."""
+    for folder in path_env.split(os.pathsep):
+        # pyenv's shims re-dispatch to pyenv (slow, and exit 127 for inactive versions); the
+        # versions folder below reaches the same interpreters directly.
+        if not folder or folder.rstrip("/").endswith("shims"):
+            continue
+        try:
+            names = sorted(os.listdir(folder))
+        except OSError:
+            continue
+        for name in names:
+            if _NAME_RE.match(name):
+                yield Path(folder) / name, "PATH"
+    pyenv_root = Path(env.get("PYENV_ROOT") or home / ".pyenv")
+    for version_dir in sorted((pyenv_root / "versions").glob("3.*")):
+        yield version_dir / "bin/python3", "pyenv versions"
+    uv_root = Path(env.get("UV_PYTHON_INSTALL_DIR") or home / ".local/share/uv/python")
+    for version_dir in sorted(uv_root.glob("cpython-3.*")):
+        yield version_dir / "bin/python3", "uv-managed"
+
+
+def interrogate(exe: Path, source: str) -> PythonInterpreter | None:
+    """Ask one interpreter for its runtime version and its `--version` answer."""
+    try:
+        child = run([str(exe), "-c", _CHILD], timeout=PY_TIMEOUT)
+        flag = run([str(exe), "--version"], timeout=PY_TIMEOUT)
+    except ProgramError:
+        return None
+    if child.returncode != 0:
+        return None
+    try:
+        data = json.loads(child.stdout)
+    except json.JSONDecodeError:
+        return None
+    m = re.search(r"Python (\S+)", flag.stdout + flag.stderr)
+    version_flag = m[1] if m else None
+    mismatch = None
+    if version_flag and version_flag != data["version"]:
+        mismatch = (
+            f"`{exe.name} --version` says {version_flag} but the running libpython is "
+            f"{data['version']}" + (f" ({data['libpython']})" if data["libpython"] else "")
+        )
+    return PythonInterpreter(
+        path=str(exe),
+        version=data["version"],
+        implementation=data["implementation"],
+        version_flag=version_flag,
+        libpython=data["libpython"],
+        mismatch=mismatch,
+        source=source,
+    )
+
+
+def detect_pythons(path_env: str, home: Path, env: dict[str, str]) -> tuple[PythonInterpreter, ...]:
+    """Every distinct interpreter (by resolved path), interrogated in parallel."""
+    seen: dict[Path, tuple[Path, str]] = {}
+    for exe, source in candidates(path_env, home, env):
+        try:
+            real = exe.resolve(strict=True)
+        except OSError:
+            continue
+        if os.access(real, os.X_OK) and real not in seen:
+            seen[real] = (exe, source)
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        found = pool.map(lambda item: interrogate(*item), seen.values())
+        return tuple(p for p in found if p is not None)

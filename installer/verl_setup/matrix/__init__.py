@@ -1,0 +1,1 @@
+"""The compatibility matrix: loading and validating matrices/, CUDA rules, and row selection."""

@@ -1,0 +1,194 @@
+"""The one reader of matrices/: load, validate (file, row, key, with suggestions), cache."""
+
+from __future__ import annotations
+
+import difflib
+import hashlib
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+
+from packaging.version import InvalidVersion, Version
+
+from verl_setup.errors import BadInputError
+from verl_setup.matrix.cuda import CudaRules
+from verl_setup.matrix.schema import Builder, CudaFile, Row, RowsFile
+from verl_setup.matrix.yamlread import YamlProblem, read_yaml
+from verl_setup.paths import data_dir
+from verl_setup.versions import DriverVersion, parse_minor
+
+SCHEMA = 1
+
+
+@dataclass(frozen=True)
+class Matrix:
+    """A validated matrix: rows, their indexes, the CUDA rules, and a hash of the source."""
+
+    path: Path
+    rows_file: RowsFile
+    cuda: CudaRules
+    sha256: str
+
+    @property
+    def rows(self) -> tuple[Row, ...]:
+        """Rows in file order (earlier rows win ties in selection)."""
+        return self.rows_file.rows
+
+    def row(self, row_id: str) -> Row:
+        """Look a row up by id; BadInputError suggests the nearest id."""
+        for row in self.rows:
+            if row.id == row_id:
+                return row
+        close = difflib.get_close_matches(row_id, [r.id for r in self.rows], n=1)
+        hint = f" (did you mean {close[0]!r}?)" if close else ""
+        raise BadInputError(f"no row {row_id!r} in {self.path}{hint}")
+
+    def index_url(self, row: Row) -> str | None:
+        """URL of the index serving the row's torch, or None for the default index."""
+        if row.torch.index == "default":
+            return None
+        return self.rows_file.indexes[row.torch.index].url
+
+
+def default_matrix_path() -> Path:
+    """matrices/verl.yaml of this installation."""
+    return data_dir("matrices") / "verl.yaml"
+
+
+def load_matrix(path: Path | None = None) -> Matrix:
+    """Load and validate a rows file (and the cuda.yaml beside it, else the bundled one)."""
+    return _load(Path(path or default_matrix_path()).resolve())
+
+
+@lru_cache(maxsize=4)
+def _load(path: Path) -> Matrix:
+    problems, matrix = check(path)
+    if matrix is None:
+        more = f" (and {len(problems) - 1} more; run `verl-setup matrix validate`)" if len(problems) > 1 else ""
+        raise BadInputError(problems[0] + more)
+    return matrix
+
+
+def cuda_path_for(rows_path: Path) -> Path:
+    """A user's matrix may bring its own cuda.yaml; otherwise the bundled one applies."""
+    beside = rows_path.parent / "cuda.yaml"
+    return beside if beside.is_file() else data_dir("matrices") / "cuda.yaml"
+
+
+def check(path: Path) -> tuple[list[str], Matrix | None]:
+    """Every problem in a rows file and its CUDA facts, and the Matrix when there are none."""
+    if not path.is_file():
+        return [f"{path}: no such matrix file"], None
+    try:
+        cuda_data, _ = read_yaml(cuda_path_for(path))
+        rows_data, raw = read_yaml(path)
+    except YamlProblem as exc:
+        return [str(exc)], None
+    cuda_builder = Builder(str(cuda_path_for(path)))
+    cuda_file = cuda_builder.build(CudaFile, cuda_data, "", 1)
+    builder = Builder(str(path))
+    rows_file = builder.build(RowsFile, rows_data, "", 1)
+    problems = cuda_builder.problems + builder.problems
+    if cuda_file is not None:
+        problems += _check_cuda(cuda_file, str(cuda_path_for(path)))
+    if cuda_file is not None and rows_file is not None:
+        problems += _check_rows(rows_file, CudaRules(cuda_file), str(path))
+    if problems or cuda_file is None or rows_file is None:
+        return problems, None
+    return [], Matrix(path, rows_file, CudaRules(cuda_file), hashlib.sha256(raw).hexdigest())
+
+
+def _check_cuda(facts: CudaFile, file: str) -> list[str]:
+    problems = []
+    for table_name, table in (("families", facts.families), ("toolkits", facts.toolkits)):
+        for key, entry in table.items():
+            try:
+                DriverVersion.parse(entry.min_driver)
+            except BadInputError as exc:
+                problems.append(f"{file}: {table_name}.{key}.min_driver: {exc}")
+            if entry.source not in facts.sources:
+                problems.append(f"{file}: {table_name}.{key}.source: unknown source {entry.source!r}")
+    return problems
+
+
+def _check_rows(rows_file: RowsFile, rules: CudaRules, file: str) -> list[str]:  # noqa: PLR0912
+    problems: list[str] = []
+    seen: set[str] = set()
+    if rows_file.schema != SCHEMA:
+        problems.append(f"{file}: schema {rows_file.schema} is not {SCHEMA}")
+    for row in rows_file.rows:
+        where = f"{file}:{row.line}: row {row.id!r}"
+
+        def bad(key: str, message: str, where: str = where) -> None:
+            problems.append(f"{where}: {key}: {message}")
+
+        if row.id in seen:
+            bad("id", "duplicate row id")
+        seen.add(row.id)
+        for key, version in [("verl.version", row.verl.version), ("torch.version", row.torch.version)] + [
+            (f"packages.{name}", v) for name, v in row.packages.items()
+        ] + ([("engine.version", row.engine.version)] if row.engine.version else []):
+            try:
+                Version(version)
+            except InvalidVersion:
+                bad(key, f"{version!r} is not an exact version")
+        if (row.engine.name == "none") != (row.engine.version is None):
+            bad("engine", "name 'none' goes with version null, and only then")
+        for minor in row.python.supported:
+            try:
+                parse_minor(minor, "Python minor")
+            except BadInputError as exc:
+                bad("python.supported", str(exc))
+        rec = row.python.recommended.split(".")
+        if len(rec) != 3 or ".".join(rec[:2]) not in row.python.supported:
+            bad("python.recommended", f"{row.python.recommended!r} must be X.Y.Z with X.Y in supported")
+        if row.torch.index != "default" and row.torch.index not in rows_file.indexes:
+            bad("torch.index", f"unknown index {row.torch.index!r}; define it under indexes:")
+        problems += [f"{where}: {m}" for m in _check_requires(row, rules)]
+        needed = {"verl", "engine", "torch", "python", "requires.glibc", *row.packages}
+        if row.requires.driver:
+            needed.add("requires.driver")
+        if row.requires.compute_capability:
+            needed.add("requires.compute_capability")
+        if row.overrides:
+            needed.add("overrides")
+        for key in sorted(needed - set(row.evidence)):
+            bad("evidence", f"no evidence for {key!r}")
+        for key in sorted(set(row.evidence) - needed):
+            close = difflib.get_close_matches(key, sorted(needed), n=1)
+            hint = f" (did you mean {close[0]!r}?)" if close else ""
+            bad("evidence", f"evidence for {key!r}, which the row does not pin{hint}")
+    return problems
+
+
+def _check_requires(row: Row, rules: CudaRules) -> list[str]:
+    req, out = row.requires, []
+    try:
+        parse_minor(req.glibc, "glibc version")
+    except BadInputError as exc:
+        out.append(f"requires.glibc: {exc}")
+    if not req.gpu:
+        if row.torch.cuda or req.cuda or req.driver or req.compute_capability:
+            out.append("requires: a row with gpu: false states no cuda, driver or compute_capability")
+        return out
+    if row.engine.name == "none":
+        out.append("engine: a GPU row needs an engine")
+    if not (req.cuda and req.driver and req.compute_capability and row.torch.cuda):
+        return [*out, "requires: a GPU row states cuda, driver and compute_capability, and torch.cuda"]
+    if parse_minor(req.cuda, "CUDA") < parse_minor(row.torch.cuda, "CUDA"):
+        out.append(f"requires.cuda: {req.cuda} is older than torch's CUDA {row.torch.cuda}")
+    floor, full = rules.family_floor(req.cuda), rules.full_support(req.cuda)
+    if floor is None or full is None:
+        return [*out, f"requires.cuda: CUDA {req.cuda} is not in cuda.yaml"]
+    compat, strict = DriverVersion.parse(req.driver.compat), DriverVersion.parse(req.driver.strict)
+    if compat < floor:
+        out.append(f"requires.driver.compat: {compat} is below CUDA {req.cuda}'s family floor {floor}")
+    if strict < full:
+        out.append(f"requires.driver.strict: {strict} is below CUDA {req.cuda}'s full-support driver {full}")
+    if strict < compat:
+        out.append("requires.driver: strict must not be below compat")
+    cc_min = parse_minor(req.compute_capability.min, "compute capability")
+    cc_max = parse_minor(req.compute_capability.max, "compute capability")
+    if cc_min > cc_max:
+        out.append("requires.compute_capability: min is above max")
+    return out

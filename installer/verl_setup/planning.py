@@ -1,0 +1,37 @@
+"""Glue from command-line arguments to a Plan: matrix, target facts, selection."""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Mapping
+from pathlib import Path
+
+from verl_setup.host.detect import detect
+from verl_setup.host.facts import load_host_file
+from verl_setup.matrix.load import load_matrix
+from verl_setup.matrix.select import Plan, select
+from verl_setup.target import Request, build_target
+
+
+def request_from_args(args: argparse.Namespace) -> Request:
+    """The plan flags as a Request."""
+    return Request(
+        driver=args.driver,
+        gpus=tuple(args.gpu),
+        sm=args.sm,
+        gpu_count=args.gpu_count,
+        no_gpu=args.no_gpu,
+        python=args.python,
+        verl=args.verl,
+        engine=args.engine,
+        policy=args.policy,
+        host_file=args.host,
+    )
+
+
+def make_plan(args: argparse.Namespace, env: Mapping[str, str]) -> Plan:
+    """Load the matrix (flag, VERL_SETUP_MATRIX, bundled), build the target, select."""
+    matrix_path = args.matrix or (Path(env["VERL_SETUP_MATRIX"]) if env.get("VERL_SETUP_MATRIX") else None)
+    matrix = load_matrix(matrix_path)
+    target = build_target(request_from_args(args), env, matrix.cuda, detect, load_host_file)
+    return select(target, matrix)

@@ -1,0 +1,96 @@
+"""Shared test helpers: fixture paths, a host-facts builder, and a CLI runner."""
+
+from __future__ import annotations
+
+import dataclasses
+import io
+import sys
+from collections.abc import Iterator
+from contextlib import redirect_stderr, redirect_stdout
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from verl_setup.cli import main
+from verl_setup.host.facts import Container, Gpu, HostFacts, NvidiaDriver, OsFacts
+
+FIXTURES = Path(__file__).parent / "fixtures"
+NVIDIA = FIXTURES / "nvidia"
+
+
+def host(
+    *,
+    driver: str | None = None,
+    gpus: tuple[tuple[str, str | None], ...] = (),
+    glibc: str = "2.35",
+    arch: str = "x86_64",
+) -> HostFacts:
+    """A HostFacts as detection would produce it for such a machine."""
+    return HostFacts(
+        os=OsFacts(distro="ubuntu", distro_version="22.04", kernel="5.15.0", glibc=glibc, arch=arch, source="test"),
+        container=Container(kind="none", evidence="test"),
+        pythons=(),
+        nvidia=None if driver is None else NvidiaDriver(version=driver, source="procfs /proc/driver/nvidia/version"),
+        gpus=tuple(
+            Gpu(
+                index=i,
+                name=name,
+                uuid=f"GPU-{i}",
+                compute_capability=cc,
+                memory_total_mib=81559,
+                memory_free_mib=81000,
+                source="nvidia-smi -q -x",
+            )
+            for i, (name, cc) in enumerate(gpus)
+        ),
+        cuda_toolkits=(),
+        tools=(),
+    )
+
+
+@dataclass
+class CliResult:
+    """Exit code and captured streams of one CLI run."""
+
+    code: int
+    out: str
+    err: str
+
+
+def run_cli(*argv: str) -> CliResult:
+    """Run `verl-setup argv...` in-process through main() (exit codes and one-line errors)."""
+    out, err = io.StringIO(), io.StringIO()
+    with redirect_stdout(out), redirect_stderr(err):
+        try:
+            code = main(list(argv))
+        except SystemExit as exc:  # argparse usage errors
+            code = int(exc.code or 0)
+    return CliResult(code, out.getvalue(), err.getvalue())
+
+
+@pytest.fixture
+def host_file(tmp_path: Path) -> Iterator[object]:
+    """Write a HostFacts as a `detect --json` file and return its path."""
+
+    def write(facts: HostFacts, name: str = "node.json") -> Path:
+        path = tmp_path / name
+        path.write_text(facts.to_json(), encoding="utf-8")
+        return path
+
+    yield write
+
+
+@pytest.fixture(autouse=True)
+def _clean_env(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Tests must not inherit VERL_SETUP_* settings from the developer's shell."""
+    for name in [n for n in dict(__import__("os").environ) if n.startswith("VERL_SETUP_")]:
+        monkeypatch.delenv(name)
+
+
+def replace_host(facts: HostFacts, **changes: object) -> HostFacts:
+    """dataclasses.replace, typed for HostFacts."""
+    return dataclasses.replace(facts, **changes)  # type: ignore[arg-type]
+
+
+assert sys.version_info >= (3, 10)
