@@ -191,6 +191,8 @@ def _convert(hint: Any, value: Any, key: str) -> Any:  # noqa: PLR0911  # one br
         return dict(value)
     if dataclasses.is_dataclass(hint):
         return _build(hint, value, key)  # type: ignore[arg-type]
+    if hint is bool and isinstance(value, bool):
+        return value
     if hint is int and isinstance(value, int) and not isinstance(value, bool):
         return value
     if hint is str and isinstance(value, str):

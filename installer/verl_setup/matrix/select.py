@@ -22,6 +22,7 @@ class Rejection:
 
     id: str
     reasons: tuple[str, ...]
+    off_request: bool = False  # it fails what the user asked for, not only what the host has
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -58,9 +59,10 @@ def select(target: Target, matrix: Matrix) -> Plan:
     fitting: list[Row] = []
     rejected: list[Rejection] = []
     for row in matrix.rows:
-        reasons = reasons_against(row, target, matrix)
+        asked = request_reasons(row, target)
+        reasons = asked + host_reasons(row, target, matrix)
         if reasons:
-            rejected.append(Rejection(id=row.id, reasons=tuple(reasons)))
+            rejected.append(Rejection(id=row.id, reasons=tuple(reasons), off_request=bool(asked)))
         else:
             fitting.append(row)
     if not fitting:
@@ -91,24 +93,30 @@ def _release(version: str) -> float:
     return release[0] * 1e6 + release[1] * 1e3 + release[2]
 
 
-def reasons_against(row: Row, target: Target, matrix: Matrix) -> list[str]:
-    """Every requirement of `row` the target fails (empty: the row fits)."""
+def request_reasons(row: Row, target: Target) -> list[str]:
+    """How `row` differs from what the user asked for (verl, engine, Python)."""
     reasons = []
-    req = row.requires
     if row.status == "deprecated":
         reasons.append("deprecated row")
     if target.verl.value and not _matches_prefix(row.verl.version, target.verl.value):
         reasons.append(f"verl {row.verl.version} is not the requested {target.verl.value}")
     if target.engine.value and row.engine.name != target.engine.value:
         reasons.append(f"engine {row.engine.name} is not the requested {target.engine.value}")
+    wanted = target.python.value
+    if wanted is not None and fmt(wanted[:2]) not in row.python.supported:
+        reasons.append(f"Python {fmt(wanted)} requested, row supports {', '.join(row.python.supported)}")
+    return reasons
+
+
+def host_reasons(row: Row, target: Target, matrix: Matrix) -> list[str]:
+    """Every requirement of `row` the machine fails."""
+    reasons = []
+    req = row.requires
     if target.arch.value not in req.arch:
         reasons.append(f"platform {' or '.join(req.arch)} needed, host is {target.arch.value}")
     glibc = target.glibc.value
     if glibc and _version_tuple(glibc) < _version_tuple(req.glibc):
         reasons.append(f"glibc >= {req.glibc} needed, host has {glibc}")
-    wanted = target.python.value
-    if wanted is not None and fmt(wanted[:2]) not in row.python.supported:
-        reasons.append(f"Python {fmt(wanted)} requested, row supports {', '.join(row.python.supported)}")
     has_gpu = target.driver.value is not None or bool(target.gpus.value)
     if not req.gpu:
         if has_gpu and target.engine.value != "none":
@@ -239,11 +247,12 @@ def _version_tuple(text: str) -> tuple[int, ...]:
 def _no_fit_message(rejected: list[Rejection], matrix: Matrix) -> str:
     rows = {row.id: (i, row) for i, row in enumerate(matrix.rows)}
 
-    def distance(r: Rejection) -> tuple[bool, int, tuple[int, ...], int]:
-        # GPU rows before the CPU row, fewest failed requirements, then the oldest driver needed.
+    def distance(r: Rejection) -> tuple[bool, bool, int, tuple[int, ...], int]:
+        # Rows matching the request first, GPU rows before the CPU row, fewest failed
+        # requirements, then the oldest driver needed.
         index, row = rows[r.id]
         driver = row.requires.driver.compat if row.requires.driver else "0"
-        return (not row.requires.gpu, len(r.reasons), _version_tuple(driver), index)
+        return (r.off_request, not row.requires.gpu, len(r.reasons), _version_tuple(driver), index)
 
     nearest = sorted(rejected, key=distance)[:3]
     parts = "; ".join(f"{r.id}: {', '.join(r.reasons)}" for r in nearest)

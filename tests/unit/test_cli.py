@@ -1,0 +1,96 @@
+"""The command line: exit codes, one-line errors, JSON contracts, precedence."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import host, run_cli
+from verl_setup.host.facts import HostFacts
+
+WriteHost = Callable[[HostFacts], Path]
+
+
+def test_plan_for_another_machine_from_flags_alone() -> None:
+    result = run_cli("plan", "--driver", "535.129.03", "--gpu", "H100", "--python", "3.10.12", "--json")
+    assert result.code == 0, result.err
+    data = json.loads(result.out)
+    assert data["row"]["torch"]["cuda"].startswith("12.")
+    assert data["python"] == "3.10.12"
+    assert data["facts"]["driver"] == {"value": "535.129.03", "source": "flag --driver"}
+
+
+@pytest.mark.parametrize(
+    ("argv", "needle"),
+    [
+        (["--driver", "banana"], "bad driver version 'banana'"),
+        (["--gpu", "Voodoo5"], "unknown GPU 'Voodoo5'"),
+        (["--python", "2.7"], "bad Python version '2.7'"),
+        (["--sm", "nine"], "bad compute capability 'nine'"),
+        (["--verl", "latest"], "bad verl version prefix 'latest'"),
+    ],
+)
+def test_bad_input_is_exit_2_and_one_line(argv: list[str], needle: str) -> None:
+    result = run_cli("plan", *argv)
+    assert result.code == 2
+    assert needle in result.err
+    assert result.err.count("\n") == 1
+    assert result.out == ""
+
+
+def test_host_file_problems_are_exit_2(tmp_path: Path, host_file: WriteHost) -> None:
+    garbage = tmp_path / "garbage.json"
+    garbage.write_text("{not json")
+    assert "is not JSON" in run_cli("plan", "--host", str(garbage)).err
+    wrong = tmp_path / "wrong.json"
+    wrong.write_text(json.dumps({"schema": 1, "os": {}}))
+    result = run_cli("plan", "--host", str(wrong))
+    assert result.code == 2
+    assert "os.distro: missing" in result.err
+    bad_driver = host_file(host(driver="535.x", gpus=(("NVIDIA H100 80GB HBM3", "9.0"),)))
+    result = run_cli("plan", "--host", str(bad_driver))
+    assert result.code == 2
+    assert "bad driver version '535.x'" in result.err
+    assert run_cli("plan", "--host", str(tmp_path / "absent.json")).code == 2
+
+
+def test_host_file_then_env_then_flag(host_file: WriteHost, monkeypatch: pytest.MonkeyPatch) -> None:
+    path = host_file(host(driver="580.95.05", gpus=(("NVIDIA H200", "9.0"),) * 8))
+    from_file = json.loads(run_cli("plan", "--host", str(path), "--json").out)
+    assert from_file["row"]["id"] == "verl0.9-vllm0.24.0"
+    assert from_file["facts"]["gpu_count"]["value"] == 8
+    assert from_file["facts"]["driver"]["source"].startswith(f"host file {path}")
+    monkeypatch.setenv("VERL_SETUP_DRIVER", "550.54.15")
+    from_env = json.loads(run_cli("plan", "--host", str(path), "--json").out)
+    assert from_env["facts"]["driver"]["source"] == "env VERL_SETUP_DRIVER"
+    assert from_env["row"]["torch"]["cuda"].startswith("12.")
+    from_flag = json.loads(run_cli("plan", "--host", str(path), "--driver", "580.65.06", "--json").out)
+    assert from_flag["facts"]["driver"]["source"] == "flag --driver"
+
+
+def test_no_row_is_exit_3_with_what_would_fit() -> None:
+    result = run_cli("plan", "--driver", "470.57.02", "--gpu", "A100")
+    assert result.code == 3
+    assert "driver >= 525.60.13 needed" in result.err
+    assert "host has 470.57.02" in result.err
+
+
+def test_explain_shows_facts_evidence_and_every_rejection() -> None:
+    result = run_cli("plan", "--driver", "580.95.05", "--gpu", "H100", "--explain")
+    assert result.code == 0
+    assert "facts used" in result.out
+    assert "flag --driver" in result.out
+    assert "meta: vllm 0.24.0 pins torch==2.11.0" in result.out
+    assert "verl0.4-vllm0.8.5" in result.out
+
+
+def test_module_entry_point_and_help_work_in_a_subprocess() -> None:
+    out = subprocess.run([sys.executable, "-m", "verl_setup", "--help"], capture_output=True, text=True, check=False)
+    assert out.returncode == 0
+    assert "detect" in out.stdout
+    assert "plan" in out.stdout

@@ -1,0 +1,153 @@
+"""Detection end to end: a host tree with recorded driver files and an nvidia-smi that prints
+recorded output (tests/fixtures/nvidia), a hung nvidia-smi, and the real GPU-less machine."""
+
+from __future__ import annotations
+
+import os
+import stat
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import NVIDIA, run_cli
+from verl_setup.host import nvidia
+from verl_setup.host.detect import detect
+from verl_setup.host.facts import load_host_file
+
+
+def fake_smi(bin_dir: Path, xml: str | None, csv: str | None, hang: bool = False) -> None:
+    """An nvidia-smi that answers with recorded real outputs (or hangs, like a wedged driver)."""
+    bin_dir.mkdir(parents=True, exist_ok=True)
+    lines = ["#!/bin/sh"]
+    if hang:
+        lines.append("sleep 60")
+    lines.append('case "$1" in')
+    lines.append(f'  -q) {"cat " + str(NVIDIA / xml) if xml else "exit 9"} ;;')
+    lines.append(f'  --query-gpu=*) {"cat " + str(NVIDIA / csv) if csv else "exit 9"} ;;')
+    lines.append(f"  *) cat {NVIDIA / 'smi-banner-590.48.01-h100-load.txt'} ;;")
+    lines.append("esac")
+    script = bin_dir / "nvidia-smi"
+    script.write_text("\n".join(lines) + "\n")
+    script.chmod(script.stat().st_mode | stat.S_IEXEC)
+
+
+def host_tree(root: Path, proc_fixture: str | None) -> None:
+    if proc_fixture:
+        proc = root / "proc/driver/nvidia/version"
+        proc.parent.mkdir(parents=True)
+        proc.write_text((NVIDIA / proc_fixture).read_text())
+
+
+def env_with(bin_dir: Path) -> dict[str, str]:
+    return {"PATH": f"{bin_dir}{os.pathsep}/usr/bin:/bin", "HOME": str(bin_dir.parent)}
+
+
+def test_driver_from_procfs_gpus_and_processes_from_smi_xml(tmp_path: Path) -> None:
+    host_tree(tmp_path, "proc-driver-version-565.57.01-open.txt")
+    fake_smi(tmp_path / "bin", xml="smi-q-x-590.44.01-2x-rtx-a5000.xml", csv=None)
+    facts = detect(root=tmp_path, env=env_with(tmp_path / "bin"))
+    assert facts.nvidia is not None
+    # procfs outranks nvidia-smi for the driver; CUDA can only come from the user-mode side.
+    assert facts.nvidia.version == "565.57.01"
+    assert facts.nvidia.source.startswith("procfs")
+    assert (facts.nvidia.cuda, facts.nvidia.cuda_source) == ("13.1", "nvidia-smi -q -x")
+    assert len(facts.gpus) == 2
+    assert all(g.processes for g in facts.gpus)
+    assert any("NVML" in note for note in facts.notes)  # NVML is absent here, and said so
+
+
+def test_compute_capability_is_merged_from_the_csv_query(tmp_path: Path) -> None:
+    fake_smi(tmp_path / "bin", xml=None, csv="smi-query-590.48.01-h100-all-fields.csv")
+    facts = detect(root=tmp_path, env=env_with(tmp_path / "bin"))
+    assert facts.nvidia is not None
+    assert (facts.nvidia.version, facts.nvidia.source) == ("590.48.01", "nvidia-smi --query-gpu")
+    (gpu,) = facts.gpus
+    assert (gpu.name, gpu.compute_capability) == ("NVIDIA H100 80GB HBM3", "9.0")
+
+
+def test_banner_is_the_last_resort(tmp_path: Path) -> None:
+    fake_smi(tmp_path / "bin", xml=None, csv=None)
+    facts = detect(root=tmp_path, env=env_with(tmp_path / "bin"))
+    assert facts.nvidia is not None
+    assert (facts.nvidia.version, facts.nvidia.source) == ("590.48.01", "nvidia-smi banner")
+    assert facts.gpus == ()
+
+
+def test_a_hung_nvidia_smi_is_killed_and_reported(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(nvidia, "SMI_TIMEOUT", 1.0)
+    host_tree(tmp_path, "proc-driver-version-525.60.11-open.txt")
+    fake_smi(tmp_path / "bin", xml="smi-q-x-515.105.01-tesla-t4.xml", csv=None, hang=True)
+    start = time.monotonic()
+    facts = detect(root=tmp_path, env=env_with(tmp_path / "bin"))
+    elapsed = time.monotonic() - start
+    assert elapsed < 10, elapsed
+    assert facts.nvidia is not None
+    assert facts.nvidia.version == "525.60.11"  # procfs still answers
+    assert facts.gpus == ()
+    assert any("nvidia-smi gave no readable answer" in n for n in facts.notes)
+
+
+def test_python_whose_version_flag_disagrees_with_its_runtime(tmp_path: Path) -> None:
+    # A launcher that reports one version while another interpreter runs (the seed's trap 1).
+    real = Path(os.__file__).parents[2] / "bin" / "python3"
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    launcher = bin_dir / "python3.10"
+    launcher.write_text(f'#!/bin/sh\n[ "$1" = --version ] && {{ echo "Python 3.10.12"; exit 0; }}\nexec {real} "$@"\n')
+    launcher.chmod(0o755)
+    facts = detect(root=tmp_path, env={"PATH": str(bin_dir), "HOME": str(tmp_path)})
+    (found,) = [p for p in facts.pythons if p.path == str(launcher)]
+    assert found.version_flag == "3.10.12"
+    assert found.mismatch is not None
+    assert "says 3.10.12 but the running libpython is" in found.mismatch
+
+
+def test_pyenv_versions_are_found_without_shims(tmp_path: Path) -> None:
+    pyenv = Path.home() / ".pyenv"
+    versions = sorted(p.name for p in (pyenv / "versions").glob("3.*")) if pyenv.is_dir() else []
+    if not versions:
+        pytest.skip("no pyenv on this machine")
+    facts = detect(root=tmp_path, env={"PATH": f"{pyenv}/shims", "HOME": str(Path.home())})
+    found = {p.version for p in facts.pythons if p.source == "pyenv versions"}
+    assert set(versions) <= found
+
+
+def test_real_detection_on_this_gpu_less_machine() -> None:
+    if Path("/proc/driver/nvidia/version").exists():
+        pytest.skip("this machine has an NVIDIA driver")
+    facts = detect()
+    assert facts.nvidia is None
+    assert facts.gpus == ()
+    assert facts.os.arch
+    assert facts.os.glibc
+    assert facts.pythons
+    # nvcc without a GPU is a toolkit, never a GPU.
+    if any(t.name == "nvcc" for t in facts.tools):
+        assert facts.cuda_toolkits
+
+
+def test_detect_json_round_trips_into_plan_host(tmp_path: Path) -> None:
+    result = run_cli("detect", "--json")
+    assert result.code == 0
+    path = tmp_path / "node.json"
+    path.write_text(result.out)
+    assert load_host_file(path).os.arch
+    plan = run_cli("plan", "--host", str(path), "--json")
+    assert plan.code == 0
+    assert '"source": "host file' in plan.out
+
+
+def test_secrets_are_never_reported(tmp_path: Path) -> None:
+    env = {
+        "PATH": "/usr/bin:/bin",
+        "HOME": str(tmp_path),
+        "HF_TOKEN": "hf_secret",
+        "UV_INDEX_URL": "https://user:s3cret@mirror.example/simple",
+        "HF_HOME": "/data/hf",
+    }
+    facts = detect(root=tmp_path, env=env)
+    dumped = facts.to_json()
+    assert "hf_secret" not in dumped
+    assert "s3cret" not in dumped
+    assert facts.env["HF_HOME"] == "/data/hf"

@@ -1,0 +1,176 @@
+"""Selection policy, stated as sentences, against the bundled matrix."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.conftest import host
+from verl_setup.errors import BadInputError, NoCompatibleRowError
+from verl_setup.host.facts import HostFacts
+from verl_setup.matrix.load import load_matrix
+from verl_setup.matrix.select import Plan, select
+from verl_setup.target import Request, build_target
+
+MATRIX = load_matrix()
+
+
+def plan_for(facts: HostFacts, env: dict[str, str] | None = None, **request: object) -> Plan:
+    target = build_target(
+        Request(**request),  # type: ignore[arg-type]
+        env or {},
+        MATRIX.cuda,
+        detect=lambda: facts,
+        load_host=lambda _path: facts,
+    )
+    return select(target, MATRIX)
+
+
+H100 = (("NVIDIA H100 80GB HBM3", "9.0"),)
+
+
+def test_driver_535_never_selects_cuda_13() -> None:
+    plan = plan_for(host(driver="535.129.03", gpus=H100))
+    assert plan.row.torch.cuda is not None
+    assert plan.row.torch.cuda.startswith("12.")
+    cuda13 = [r for r in plan.rejected if MATRIX.row(r.id).requires.cuda == "13.0"]
+    assert cuda13
+    assert all("driver >= 580.65.06 needed" in r.reasons[0] and "535.129.03" in r.reasons[0] for r in cuda13)
+
+
+def test_driver_580_selects_the_newest_verl() -> None:
+    plan = plan_for(host(driver="580.95.05", gpus=H100))
+    assert plan.row.id == "verl0.9-vllm0.24.0"
+    assert not any("minor-version" in w for w in plan.warnings)
+
+
+def test_compat_policy_allows_minor_version_compatibility_with_a_warning() -> None:
+    plan = plan_for(host(driver="535.129.03", gpus=H100))
+    assert plan.row.requires.cuda == "12.8"
+    assert any("minor-version compatibility" in w and ">= 570.26" in w for w in plan.warnings)
+
+
+def test_strict_policy_requires_the_full_support_driver() -> None:
+    plan = plan_for(host(driver="550.54.15", gpus=H100), policy="strict")
+    assert plan.row.requires.cuda == "12.4"
+    assert plan.row.id == "verl0.5-vllm0.8.5"
+    reasons = {r.id: r.reasons for r in plan.rejected}
+    assert "driver >= 570.26 needed for full CUDA 12.8 support (policy strict), host has 550.54.15" in reasons[
+        "verl0.7-vllm0.17.0"
+    ]
+
+
+def test_driver_below_every_family_floor_exits_3_naming_the_nearest_rows() -> None:
+    with pytest.raises(NoCompatibleRowError) as info:
+        plan_for(host(driver="470.57.02", gpus=(("NVIDIA A100-SXM4-80GB", "8.0"),)))
+    message = str(info.value)
+    assert "Nearest:" in message
+    assert "driver >= 525.60.13 needed" in message
+    assert "host has 470.57.02" in message
+    assert info.value.exit_code == 3
+
+
+
+def test_blackwell_rejects_cuda_12_4_rows() -> None:
+    with pytest.raises(NoCompatibleRowError, match=r"needs CUDA >= 12.8, row is built with 12.4"):
+        plan_for(host(driver="570.124.06", gpus=(("NVIDIA B200", "10.0"),)), verl="0.5")
+    plan = plan_for(host(driver="570.124.06", gpus=(("NVIDIA B200", "10.0"),)))
+    assert plan.row.requires.cuda in {"12.8", "12.9"}
+
+
+def test_v100_is_below_flash_attention_2s_minimum() -> None:
+    with pytest.raises(NoCompatibleRowError, match=r"compute capability >= 8.0 needed, GPU 'Tesla V100-SXM2-32GB' is 7.0"):
+        plan_for(host(driver="550.54.15", gpus=(("Tesla V100-SXM2-32GB", "7.0"),)))
+
+
+def test_mixed_gpus_are_checked_each() -> None:
+    gpus = (("NVIDIA A100-SXM4-80GB", "8.0"), ("NVIDIA B200", "10.0"))
+    plan = plan_for(host(driver="580.95.05", gpus=gpus))
+    assert any("different compute capability" in w for w in plan.warnings)
+    rejected = {r.id: r.reasons for r in plan.rejected}
+    assert any("B200" in reason for reason in rejected["verl0.5-vllm0.8.5"])
+
+
+def test_no_gpu_selects_the_cpu_row_and_gpu_rows_say_why() -> None:
+    plan = plan_for(host())
+    assert plan.row.id == "cpu"
+    assert plan.row.engine.name == "none"
+    assert all("needs an NVIDIA GPU" in r.reasons[-1] for r in plan.rejected)
+
+
+def test_cpu_row_on_a_gpu_host_only_on_request() -> None:
+    facts = host(driver="580.95.05", gpus=H100)
+    assert plan_for(facts).row.id != "cpu"
+    assert plan_for(facts, engine="none").row.id == "cpu"
+
+
+def test_requested_engine_and_verl_prefix_filter_rows() -> None:
+    facts = host(driver="580.95.05", gpus=H100)
+    assert plan_for(facts, engine="sglang").row.id == "verl0.9-sglang0.5.12"
+    assert plan_for(facts, verl="0.7").row.id == "verl0.7-vllm0.17.0"
+    assert plan_for(facts, verl="0.4", engine="sglang").row.id == "verl0.4-sglang0.4.6.post5"
+    # A prefix is whole components: 0.7 matches 0.7.1, never 0.70.
+    with pytest.raises(NoCompatibleRowError):
+        plan_for(facts, verl="0.70")
+
+
+def test_python_313_is_rejected_because_uv_ignores_upper_bounds() -> None:
+    with pytest.raises(NoCompatibleRowError, match=r"Python 3.13 requested, row supports 3.10, 3.11, 3.12"):
+        plan_for(host(driver="580.95.05", gpus=H100), python="3.13")
+
+
+def test_exact_python_patch_is_kept_and_flagged_when_it_differs() -> None:
+    plan = plan_for(host(driver="580.95.05", gpus=H100), python="3.12.7")
+    assert plan.python == "3.12.7"
+    assert any("same exact version on every Ray node" in w for w in plan.warnings)
+    assert plan_for(host(driver="580.95.05", gpus=H100)).python == "3.12.3"
+
+
+def test_old_glibc_rejects_rows_with_newer_wheels() -> None:
+    plan = plan_for(host(driver="580.95.05", gpus=H100, glibc="2.31"))
+    reasons = {r.id: r.reasons for r in plan.rejected}
+    assert "glibc >= 2.34 needed, host has 2.31" in reasons["verl0.9-sglang0.5.12"]
+    assert plan.row.id == "verl0.9-vllm0.24.0"
+
+
+def test_aarch64_host_fits_no_x86_row() -> None:
+    with pytest.raises(NoCompatibleRowError, match="platform x86_64 needed, host is aarch64"):
+        plan_for(host(driver="580.95.05", gpus=(("NVIDIA GH200 480GB", "9.0"),), arch="aarch64"))
+
+
+def test_flags_override_environment_override_host_file() -> None:
+    facts = host(driver="535.129.03", gpus=H100)
+    env = {"VERL_SETUP_DRIVER": "550.54.15", "VERL_SETUP_POLICY": "strict"}
+    from_env = plan_for(facts, env)
+    assert from_env.target.driver.source == "env VERL_SETUP_DRIVER"
+    assert str(from_env.target.driver.value) == "550.54.15"
+    from_flag = plan_for(facts, env, driver="580.65.06")
+    assert from_flag.target.driver.source == "flag --driver"
+    assert from_flag.target.policy.source == "env VERL_SETUP_POLICY"
+    detected = plan_for(facts)
+    assert detected.target.driver.source.startswith("detected (procfs")
+
+
+def test_gpu_names_map_to_compute_capability_through_the_table() -> None:
+    plan = plan_for(host(), driver="580.65.06", gpus=("H200", "NVIDIA L40S"))
+    assert [g.compute_capability for g in plan.target.gpus.value] == ["9.0", "8.9"]
+    with pytest.raises(BadInputError, match="unknown GPU 'Quantum 9000'"):
+        plan_for(host(), driver="580.65.06", gpus=("Quantum 9000",))
+    plan = plan_for(host(), driver="580.65.06", gpus=("Quantum 9000",), sm="9.0")
+    assert plan.target.gpus.value[0].compute_capability == "9.0"
+
+
+def test_driver_without_gpu_model_plans_with_a_warning() -> None:
+    plan = plan_for(host(), driver="580.65.06")
+    assert plan.row.id == "verl0.9-vllm0.24.0"
+    assert any("GPU model unknown" in w for w in plan.warnings)
+
+
+def test_every_rejected_row_has_at_least_one_reason_and_the_json_contract_holds() -> None:
+    data = plan_for(host(driver="580.95.05", gpus=H100)).to_json()
+    assert {"row", "policy", "facts", "warnings", "rejected"} <= set(data)
+    assert {"id", "verl", "engine", "torch", "python", "packages"} <= set(data["row"])
+    assert data["row"]["engine"]["name"] == "vllm"
+    assert data["row"]["torch"]["cuda"] == "13.0"
+    assert all(set(f) == {"value", "source"} for f in data["facts"].values())
+    assert len(data["rejected"]) == len(MATRIX.rows) - 1
+    assert all(r["reasons"] for r in data["rejected"])
