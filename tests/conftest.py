@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-import dataclasses
 import io
-import sys
-from collections.abc import Iterator
+from collections.abc import Callable
 from contextlib import redirect_stderr, redirect_stdout
 from dataclasses import dataclass
 from pathlib import Path
@@ -28,10 +26,19 @@ def host(
 ) -> HostFacts:
     """A HostFacts as detection would produce it for such a machine."""
     return HostFacts(
-        os=OsFacts(distro="ubuntu", distro_version="22.04", kernel="5.15.0", glibc=glibc, arch=arch, source="test"),
+        os=OsFacts(
+            distro="ubuntu",
+            distro_version="22.04",
+            kernel="5.15.0",
+            glibc=glibc,
+            arch=arch,
+            source="test",
+        ),
         container=Container(kind="none", evidence="test"),
         pythons=(),
-        nvidia=None if driver is None else NvidiaDriver(version=driver, source="procfs /proc/driver/nvidia/version"),
+        nvidia=None
+        if driver is None
+        else NvidiaDriver(version=driver, source="procfs /proc/driver/nvidia/version"),
         gpus=tuple(
             Gpu(
                 index=i,
@@ -70,15 +77,15 @@ def run_cli(*argv: str) -> CliResult:
 
 
 @pytest.fixture
-def host_file(tmp_path: Path) -> Iterator[object]:
+def host_file(tmp_path: Path) -> Callable[[HostFacts], Path]:
     """Write a HostFacts as a `detect --json` file and return its path."""
 
-    def write(facts: HostFacts, name: str = "node.json") -> Path:
-        path = tmp_path / name
+    def write(facts: HostFacts) -> Path:
+        path = tmp_path / "node.json"
         path.write_text(facts.to_json(), encoding="utf-8")
         return path
 
-    yield write
+    return write
 
 
 @pytest.fixture(autouse=True)
@@ -86,11 +93,3 @@ def _clean_env(monkeypatch: pytest.MonkeyPatch) -> None:
     """Tests must not inherit VERL_SETUP_* settings from the developer's shell."""
     for name in [n for n in dict(__import__("os").environ) if n.startswith("VERL_SETUP_")]:
         monkeypatch.delenv(name)
-
-
-def replace_host(facts: HostFacts, **changes: object) -> HostFacts:
-    """dataclasses.replace, typed for HostFacts."""
-    return dataclasses.replace(facts, **changes)  # type: ignore[arg-type]
-
-
-assert sys.version_info >= (3, 10)

@@ -26,7 +26,9 @@ def _add_plan_flags(p: argparse.ArgumentParser) -> None:
     g.add_argument("--verl", metavar="PREFIX", help="verl version prefix, e.g. 0.7")
     g.add_argument("--engine", choices=("vllm", "sglang", "none"), help="rollout engine")
     g.add_argument("--policy", choices=("compat", "strict"), help="driver policy (default compat)")
-    g.add_argument("--matrix", type=Path, metavar="FILE", help="use this rows file instead of the bundled one")
+    g.add_argument(
+        "--matrix", type=Path, metavar="FILE", help="use this rows file instead of the bundled one"
+    )
 
 
 def _plan(args: argparse.Namespace) -> Any:
@@ -94,7 +96,9 @@ def _run_matrix_list(args: argparse.Namespace) -> int:
     matrix = load_matrix(args.matrix)
     if args.json:
         rows = [r.to_dict() for r in matrix.rows]
-        sys.stdout.write(json.dumps({"matrix": str(matrix.path), "sha256": matrix.sha256, "rows": rows}, indent=2) + "\n")
+        sys.stdout.write(
+            json.dumps({"matrix": str(matrix.path), "sha256": matrix.sha256, "rows": rows}, indent=2) + "\n"
+        )
     else:
         sys.stdout.write(report.matrix_list_text(matrix))
     return 0
@@ -119,7 +123,9 @@ def _run_matrix_validate(args: argparse.Namespace) -> int:
     path = (args.file or default_matrix_path()).resolve()
     problems, matrix = check(path)
     if args.json:
-        sys.stdout.write(json.dumps({"file": str(path), "ok": not problems, "problems": problems}, indent=2) + "\n")
+        sys.stdout.write(
+            json.dumps({"file": str(path), "ok": not problems, "problems": problems}, indent=2) + "\n"
+        )
     elif problems:
         sys.stdout.write("".join(f"{p}\n" for p in problems))
     else:
@@ -162,5 +168,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except Exception as exc:
         if os.environ.get("VERL_SETUP_DEBUG"):
             raise
-        sys.stderr.write(f"verl-setup: unexpected error: {type(exc).__name__}: {exc} (VERL_SETUP_DEBUG=1 shows more)\n")
+        sys.stderr.write(
+            f"verl-setup: unexpected error: {type(exc).__name__}: {exc} (VERL_SETUP_DEBUG=1 shows more)\n"
+        )
         return 1

@@ -33,5 +33,7 @@ def make_plan(args: argparse.Namespace, env: Mapping[str, str]) -> Plan:
     """Load the matrix (flag, VERL_SETUP_MATRIX, bundled), build the target, select."""
     matrix_path = args.matrix or (Path(env["VERL_SETUP_MATRIX"]) if env.get("VERL_SETUP_MATRIX") else None)
     matrix = load_matrix(matrix_path)
-    target = build_target(request_from_args(args), env, matrix.cuda, detect, load_host_file)
+    target = build_target(
+        request_from_args(args), env=env, rules=matrix.cuda, detect=detect, load_host=load_host_file
+    )
     return select(target, matrix)

@@ -12,7 +12,8 @@ def host_text(facts: HostFacts) -> str:
     """`verl-setup detect` without --json."""
     o = facts.os
     lines = [
-        f"os         {o.distro or '?'} {o.distro_version or ''} | kernel {o.kernel} | glibc {o.glibc or '?'} | {o.arch}",
+        f"os         {o.distro or '?'} {o.distro_version or ''} | kernel {o.kernel} "
+        f"| glibc {o.glibc or '?'} | {o.arch}",
         f"container  {facts.container.kind} ({facts.container.evidence})",
     ]
     if facts.nvidia is None:
@@ -26,7 +27,9 @@ def host_text(facts: HostFacts) -> str:
     for g in facts.gpus:
         mem = f"{g.memory_free_mib}/{g.memory_total_mib} MiB free" if g.memory_total_mib else "memory ?"
         procs = f", held by {len(g.processes)} process(es)" if g.processes else ""
-        lines.append(f"gpu {g.index:<6} {g.name} (sm {g.compute_capability or '?'}), {mem}{procs} [{g.source}]")
+        lines.append(
+            f"gpu {g.index:<6} {g.name} (sm {g.compute_capability or '?'}), {mem}{procs} [{g.source}]"
+        )
     for t in facts.cuda_toolkits:
         lines.append(f"cuda       {t.version or '?'} at {t.path}{' (nvcc on PATH)' if t.on_path else ''}")
     for p in facts.pythons:
@@ -46,8 +49,8 @@ def plan_text(plan: Plan, *, explain: bool) -> str:
     engine = "no engine" if row.engine.name == "none" else f"{row.engine.name} {row.engine.version}"
     cuda = f"+cu{row.torch.cuda.replace('.', '')}" if row.torch.cuda else ""
     lines = [
-        f"selected   {row.id} [{row.status}]: verl {row.verl.version}, {engine}, torch {row.torch.version}{cuda}, "
-        f"Python {plan.python} (policy {plan.policy})",
+        f"selected   {row.id} [{row.status}]: verl {row.verl.version}, {engine}, "
+        f"torch {row.torch.version}{cuda}, Python {plan.python} (policy {plan.policy})",
         "install    " + " ".join(row.requirements()),
     ]
     if plan.index_url:
@@ -99,7 +102,9 @@ def row_text(row: Row, matrix: Matrix) -> str:
     lines.append(f"python: {', '.join(row.python.supported)} (install {row.python.recommended})")
     lines.append(f"platform: {', '.join(req.arch)}, glibc >= {req.glibc}")
     if req.gpu and req.driver and req.compute_capability:
-        lines.append(f"driver: >= {req.driver.compat} (compat), >= {req.driver.strict} (strict); CUDA {req.cuda}")
+        lines.append(
+            f"driver: >= {req.driver.compat} (compat), >= {req.driver.strict} (strict); CUDA {req.cuda}"
+        )
         lines.append(f"compute capability: {req.compute_capability.min} .. {req.compute_capability.max}")
     else:
         lines.append("gpu: not needed")

@@ -61,7 +61,7 @@ class Target:
     gpu_count: Fact[int]
     python: Fact[tuple[int, ...] | None]
     glibc: Fact[str | None]
-    arch: Fact[str]
+    arch: Fact[str | None]
     verl: Fact[str | None]
     engine: Fact[str | None]
     policy: Fact[Policy]
@@ -69,32 +69,40 @@ class Target:
 
     def facts_json(self) -> dict[str, Any]:
         """The facts as `{name: {value, source}}` for `plan --json`."""
+
         def plain(value: object) -> object:
             if isinstance(value, DriverVersion):
                 return str(value)
             if isinstance(value, tuple) and value and isinstance(value[0], int):
-                return fmt(value)  # type: ignore[arg-type]
+                return fmt(value)
             if isinstance(value, tuple):
                 return [{"name": g.name, "compute_capability": g.compute_capability} for g in value]
             return value
 
-        names = ("driver", "gpus", "gpu_count", "python", "glibc", "arch", "verl", "engine", "policy")
+        names = (
+            "driver",
+            "gpus",
+            "gpu_count",
+            "python",
+            "glibc",
+            "arch",
+            "verl",
+            "engine",
+            "policy",
+        )
         return {n: {"value": plain(getattr(self, n).value), "source": getattr(self, n).source} for n in names}
 
 
 def build_target(
     request: Request,
+    *,
     env: Mapping[str, str],
     rules: CudaRules,
     detect: Callable[[], HostFacts],
     load_host: Callable[[Path], HostFacts],
 ) -> Target:
     """Merge flags, VERL_SETUP_* variables, a host file and (only if needed) live detection."""
-    host_file = request.host_file or (Path(env["VERL_SETUP_HOST"]) if env.get("VERL_SETUP_HOST") else None)
-    if host_file is not None:
-        host, host_source = load_host(host_file), f"host file {host_file}"
-    else:
-        host, host_source = detect(), "detected"
+    host, host_source = _host_for(request, env, detect, load_host)
 
     def pick(flag: str | None, flag_name: str, env_name: str) -> tuple[str | None, str]:
         if flag is not None:
@@ -109,14 +117,16 @@ def build_target(
         driver = Fact[DriverVersion | None](None, "flag --no-gpu")
     elif driver_text is not None:
         driver = Fact(DriverVersion.parse(driver_text), driver_source)
-    elif host.nvidia is not None:
+    elif host is not None and host.nvidia is not None:
         driver = Fact(_host_driver(host.nvidia.version, host_source), f"{host_source} ({host.nvidia.source})")
     else:
-        driver = Fact(None, f"{host_source} (no NVIDIA driver)")
+        driver = Fact(None, f"{host_source} (no NVIDIA driver)" if host else "not given")
 
-    gpus = _gpus(request, env, rules, host, host_source, no_gpu)
+    gpus = _gpus(request, env=env, rules=rules, host=host, host_source=host_source, no_gpu=no_gpu)
     count_text, count_source = pick(
-        None if request.gpu_count is None else str(request.gpu_count), "--gpu-count", "VERL_SETUP_GPU_COUNT"
+        None if request.gpu_count is None else str(request.gpu_count),
+        "--gpu-count",
+        "VERL_SETUP_GPU_COUNT",
     )
     if count_text is not None:
         if not count_text.isdigit():
@@ -143,13 +153,39 @@ def build_target(
         gpus=gpus,
         gpu_count=gpu_count,
         python=python,
-        glibc=Fact(host.os.glibc, f"{host_source} ({host.os.source})"),
-        arch=Fact(host.os.arch, f"{host_source} (uname)"),
+        glibc=_os_fact(env, "VERL_SETUP_GLIBC", host.os.glibc if host else None, host_source),
+        arch=_os_fact(env, "VERL_SETUP_ARCH", host.os.arch if host else None, host_source),
         verl=Fact(verl_text, verl_source or "not requested"),
         engine=Fact(engine_text, engine_source or "not requested"),
         policy=policy,
-        host_pythons=tuple(p.version for p in host.pythons),
+        host_pythons=tuple(p.version for p in host.pythons) if host else (),
     )
+
+
+def _host_for(
+    request: Request,
+    env: Mapping[str, str],
+    detect: Callable[[], HostFacts],
+    load_host: Callable[[Path], HostFacts],
+) -> tuple[HostFacts | None, str]:
+    """The host file if given; no host when flags describe another machine; else detection."""
+    host_file = request.host_file or (Path(env["VERL_SETUP_HOST"]) if env.get("VERL_SETUP_HOST") else None)
+    if host_file is not None:
+        return load_host(host_file), f"host file {host_file}"
+    # Flags that describe a GPU node mean "plan for another machine": this machine's own
+    # glibc, CPU and GPUs must not leak into that plan, so detection is skipped.
+    flags = (request.driver, request.gpus, request.sm)
+    if any(flags) or any(env.get(f"VERL_SETUP_{n}") for n in ("DRIVER", "GPU", "SM")):
+        return None, "not given"
+    return detect(), "detected"
+
+
+def _os_fact(env: Mapping[str, str], name: str, value: str | None, host_source: str) -> Fact[str | None]:
+    if env.get(name):
+        return Fact(env[name], f"env {name}")
+    if value is None:
+        return Fact(None, "not given (use --host FILE or " + name + ")")
+    return Fact(value, f"{host_source} (uname, confstr)")
 
 
 def _host_driver(text: str, host_source: str) -> DriverVersion:
@@ -161,9 +197,10 @@ def _host_driver(text: str, host_source: str) -> DriverVersion:
 
 def _gpus(
     request: Request,
+    *,
     env: Mapping[str, str],
     rules: CudaRules,
-    host: HostFacts,
+    host: HostFacts | None,
     host_source: str,
     no_gpu: bool,
 ) -> Fact[tuple[GpuSpec, ...]]:
@@ -188,8 +225,13 @@ def _gpus(
             specs.append(GpuSpec(name=name, compute_capability=cc))
         return Fact(tuple(specs), source + (" + --sm" if sm else " (GPU table)"))
     if sm is not None:
-        count = max(1, len(host.gpus))
-        return Fact(tuple(GpuSpec(name=f"sm {sm}", compute_capability=sm) for _ in range(count)), "flag --sm")
+        count = max(1, len(host.gpus) if host else 1)
+        return Fact(
+            tuple(GpuSpec(name=f"sm {sm}", compute_capability=sm) for _ in range(count)),
+            "flag --sm",
+        )
+    if host is None:
+        return Fact((), "not given")
     specs = []
     for gpu in host.gpus:
         cc = gpu.compute_capability or rules.compute_capability(gpu.name)

@@ -90,7 +90,9 @@ def test_explain_shows_facts_evidence_and_every_rejection() -> None:
 
 
 def test_module_entry_point_and_help_work_in_a_subprocess() -> None:
-    out = subprocess.run([sys.executable, "-m", "verl_setup", "--help"], capture_output=True, text=True, check=False)
+    out = subprocess.run(
+        [sys.executable, "-m", "verl_setup", "--help"], capture_output=True, text=True, check=False
+    )
     assert out.returncode == 0
     assert "detect" in out.stdout
     assert "plan" in out.stdout

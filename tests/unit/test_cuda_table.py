@@ -34,7 +34,9 @@ def test_family_floors_match_nvidias_minor_version_table() -> None:
 
 
 def test_the_newest_driver_supports_every_toolkit_and_a_very_old_one_none() -> None:
-    assert RULES.newest_cuda(DriverVersion.parse("999.99.99")) == max(TOOLKITS, key=lambda c: parse_minor(c, "c"))
+    assert RULES.newest_cuda(DriverVersion.parse("999.99.99")) == max(
+        TOOLKITS, key=lambda c: parse_minor(c, "c")
+    )
     assert RULES.newest_cuda(DriverVersion.parse("418.40.04")) is None
 
 

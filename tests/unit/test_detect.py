@@ -23,8 +23,8 @@ def fake_smi(bin_dir: Path, xml: str | None, csv: str | None, hang: bool = False
     if hang:
         lines.append("sleep 60")
     lines.append('case "$1" in')
-    lines.append(f'  -q) {"cat " + str(NVIDIA / xml) if xml else "exit 9"} ;;')
-    lines.append(f'  --query-gpu=*) {"cat " + str(NVIDIA / csv) if csv else "exit 9"} ;;')
+    lines.append(f"  -q) {'cat ' + str(NVIDIA / xml) if xml else 'exit 9'} ;;")
+    lines.append(f"  --query-gpu=*) {'cat ' + str(NVIDIA / csv) if csv else 'exit 9'} ;;")
     lines.append(f"  *) cat {NVIDIA / 'smi-banner-590.48.01-h100-load.txt'} ;;")
     lines.append("esac")
     script = bin_dir / "nvidia-smi"
@@ -94,7 +94,9 @@ def test_python_whose_version_flag_disagrees_with_its_runtime(tmp_path: Path) ->
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
     launcher = bin_dir / "python3.10"
-    launcher.write_text(f'#!/bin/sh\n[ "$1" = --version ] && {{ echo "Python 3.10.12"; exit 0; }}\nexec {real} "$@"\n')
+    launcher.write_text(
+        f'#!/bin/sh\n[ "$1" = --version ] && {{ echo "Python 3.10.12"; exit 0; }}\nexec {real} "$@"\n'
+    )
     launcher.chmod(0o755)
     facts = detect(root=tmp_path, env={"PATH": str(bin_dir), "HOME": str(tmp_path)})
     (found,) = [p for p in facts.pythons if p.path == str(launcher)]

@@ -5,8 +5,6 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-import pytest
-
 from tests.conftest import run_cli
 from verl_setup.matrix.load import check, default_matrix_path, load_matrix
 from verl_setup.paths import data_dir
@@ -64,13 +62,23 @@ def test_missing_evidence_and_unknown_evidence_key(tmp_path: Path) -> None:
     path = copy_with(tmp_path, '      ray: "2.58.0"\n', '      ray: "2.58.0"\n      wandb: "0.21.0"\n')
     problems, _ = check(path)
     assert any("row 'verl0.9-vllm0.24.0': evidence: no evidence for 'wandb'" in p for p in problems), problems
-    path = copy_with(tmp_path, '      numpy: "uv; verl 0.9 requires numpy>=2.0.0', '      numpyy: "uv; verl 0.9 requires numpy>=2.0.0')
+    path = copy_with(
+        tmp_path,
+        '      numpy: "uv; verl 0.9 requires numpy>=2.0.0',
+        '      numpyy: "uv; verl 0.9 requires numpy>=2.0.0',
+    )
     problems, _ = check(path)
-    assert any("evidence for 'numpyy', which the row does not pin (did you mean 'numpy'?)" in p for p in problems)
+    assert any(
+        "evidence for 'numpyy', which the row does not pin (did you mean 'numpy'?)" in p for p in problems
+    )
 
 
 def test_driver_requirement_below_the_cuda_table_is_refused(tmp_path: Path) -> None:
-    path = copy_with(tmp_path, 'driver: {compat: "580.65.06", strict: "580.65.06"}', 'driver: {compat: "525.60.13", strict: "570.26"}')
+    path = copy_with(
+        tmp_path,
+        'driver: {compat: "580.65.06", strict: "580.65.06"}',
+        'driver: {compat: "525.60.13", strict: "570.26"}',
+    )
     problems, _ = check(path)
     assert any("below CUDA 13.0's family floor 580.65.06" in p for p in problems)
     assert any("below CUDA 13.0's full-support driver 580.65.06" in p for p in problems)
@@ -96,13 +104,18 @@ def test_validate_command_lists_every_problem_and_exits_2(tmp_path: Path) -> Non
     assert result.code == 2
     lines = result.out.splitlines()
     assert len(lines) == 2
-    assert all("'verifed' is not one of verified, unverified, deprecated (did you mean 'verified'?)" in line for line in lines)
+    assert all(
+        "'verifed' is not one of verified, unverified, deprecated (did you mean 'verified'?)" in line
+        for line in lines
+    )
     ok = run_cli("matrix", "validate")
     assert ok.code == 0
     assert "no problems" in ok.out
 
 
-def test_a_users_matrix_uses_the_bundled_cuda_facts_unless_it_brings_its_own(tmp_path: Path) -> None:
+def test_a_users_matrix_uses_the_bundled_cuda_facts_unless_it_brings_its_own(
+    tmp_path: Path,
+) -> None:
     path = copy_with(tmp_path, "status: verified", "status: verified")
     assert load_matrix(path).cuda.facts == load_matrix().cuda.facts
     shutil.copy(data_dir("matrices") / "cuda.yaml", tmp_path / "cuda.yaml")
@@ -111,7 +124,7 @@ def test_a_users_matrix_uses_the_bundled_cuda_facts_unless_it_brings_its_own(tmp
     assert any("unknown source 'T9'" in p for p in problems)
 
 
-def test_matrix_show_and_list(tmp_path: Path) -> None:
+def test_matrix_show_and_list() -> None:
     shown = run_cli("matrix", "show", "verl0.4-vllm0.8.5")
     assert shown.code == 0
     assert "vllm==0.8.5" in shown.out
@@ -124,8 +137,7 @@ def test_matrix_show_and_list(tmp_path: Path) -> None:
     assert '"id": "cpu"' in listed.out
 
 
-@pytest.mark.parametrize("missing_file", ["nope.yaml"])
-def test_missing_matrix_file(tmp_path: Path, missing_file: str) -> None:
-    result = run_cli("plan", "--no-gpu", "--matrix", str(tmp_path / missing_file))
+def test_missing_matrix_file(tmp_path: Path) -> None:
+    result = run_cli("plan", "--no-gpu", "--matrix", str(tmp_path / "nope.yaml"))
     assert result.code == 2
     assert "no such matrix file" in result.err

@@ -70,7 +70,12 @@ def test_query_csv_with_units_and_compute_cap(fixture: str, driver: str, name: s
     reading = nvidia.parse_query_csv(read(fixture))
     assert reading is not None
     (gpu,) = reading.gpus
-    assert (reading.driver, gpu.name, gpu.compute_capability, gpu.memory_total_mib) == (driver, name, "9.0", total)
+    assert (reading.driver, gpu.name, gpu.compute_capability, gpu.memory_total_mib) == (
+        driver,
+        name,
+        "9.0",
+        total,
+    )
     assert gpu.memory_free_mib is not None
     assert gpu.memory_free_mib <= total
 
@@ -107,7 +112,10 @@ def test_xml_a100_mig_driver_535() -> None:
     assert reading.gpus[0].name == "NVIDIA A100-SXM4-80GB"
 
 
-@pytest.mark.parametrize("garbage", ["", "not xml", "<other/>", "Failed to initialize NVML: Driver/library version mismatch"])
+@pytest.mark.parametrize(
+    "garbage",
+    ["", "not xml", "<other/>", "Failed to initialize NVML: Driver/library version mismatch"],
+)
 def test_garbage_gives_none_never_an_exception(garbage: str) -> None:
     assert nvidia.parse_smi_xml(garbage) is None
     assert nvidia.parse_query_csv(garbage) is None

@@ -17,8 +17,8 @@ MATRIX = load_matrix()
 def plan_for(facts: HostFacts, env: dict[str, str] | None = None, **request: object) -> Plan:
     target = build_target(
         Request(**request),  # type: ignore[arg-type]
-        env or {},
-        MATRIX.cuda,
+        env=env or {},
+        rules=MATRIX.cuda,
         detect=lambda: facts,
         load_host=lambda _path: facts,
     )
@@ -54,9 +54,10 @@ def test_strict_policy_requires_the_full_support_driver() -> None:
     assert plan.row.requires.cuda == "12.4"
     assert plan.row.id == "verl0.5-vllm0.8.5"
     reasons = {r.id: r.reasons for r in plan.rejected}
-    assert "driver >= 570.26 needed for full CUDA 12.8 support (policy strict), host has 550.54.15" in reasons[
-        "verl0.7-vllm0.17.0"
-    ]
+    assert (
+        "driver >= 570.26 needed for full CUDA 12.8 support (policy strict), host has 550.54.15"
+        in reasons["verl0.7-vllm0.17.0"]
+    )
 
 
 def test_driver_below_every_family_floor_exits_3_naming_the_nearest_rows() -> None:
@@ -69,7 +70,6 @@ def test_driver_below_every_family_floor_exits_3_naming_the_nearest_rows() -> No
     assert info.value.exit_code == 3
 
 
-
 def test_blackwell_rejects_cuda_12_4_rows() -> None:
     with pytest.raises(NoCompatibleRowError, match=r"needs CUDA >= 12.8, row is built with 12.4"):
         plan_for(host(driver="570.124.06", gpus=(("NVIDIA B200", "10.0"),)), verl="0.5")
@@ -78,7 +78,10 @@ def test_blackwell_rejects_cuda_12_4_rows() -> None:
 
 
 def test_v100_is_below_flash_attention_2s_minimum() -> None:
-    with pytest.raises(NoCompatibleRowError, match=r"compute capability >= 8.0 needed, GPU 'Tesla V100-SXM2-32GB' is 7.0"):
+    with pytest.raises(
+        NoCompatibleRowError,
+        match=r"compute capability >= 8.0 needed, GPU 'Tesla V100-SXM2-32GB' is 7.0",
+    ):
         plan_for(host(driver="550.54.15", gpus=(("Tesla V100-SXM2-32GB", "7.0"),)))
 
 
@@ -174,3 +177,30 @@ def test_every_rejected_row_has_at_least_one_reason_and_the_json_contract_holds(
     assert all(set(f) == {"value", "source"} for f in data["facts"].values())
     assert len(data["rejected"]) == len(MATRIX.rows) - 1
     assert all(r["reasons"] for r in data["rejected"])
+
+
+def test_planning_for_another_machine_never_detects_this_one() -> None:
+    def no_detection() -> HostFacts:
+        raise AssertionError("detection ran for a plan described by flags")
+
+    target = build_target(
+        Request(driver="580.65.06", gpus=("H100",)),
+        env={},
+        rules=MATRIX.cuda,
+        detect=no_detection,
+        load_host=lambda _path: host(),
+    )
+    plan = select(target, MATRIX)
+    assert plan.row.id == "verl0.9-vllm0.24.0"
+    assert target.arch.value is None
+    assert any("not given, so not checked" in w for w in plan.warnings)
+    env_target = build_target(
+        Request(driver="580.65.06"),
+        env={"VERL_SETUP_ARCH": "aarch64", "VERL_SETUP_GLIBC": "2.39"},
+        rules=MATRIX.cuda,
+        detect=no_detection,
+        load_host=lambda _path: host(),
+    )
+    assert (env_target.arch.source, env_target.glibc.value) == ("env VERL_SETUP_ARCH", "2.39")
+    with pytest.raises(NoCompatibleRowError, match="platform x86_64 needed, host is aarch64"):
+        select(env_target, MATRIX)

@@ -10,13 +10,20 @@ from verl_setup.versions import DriverVersion, parse_minor, parse_python
 
 @pytest.mark.parametrize(
     ("text", "expected"),
-    [("535.129.03", "535.129.03"), ("570.26", "570.26"), (" 580.65.06\n", "580.65.06"), ("384.98", "384.98")],
+    [
+        ("535.129.03", "535.129.03"),
+        ("570.26", "570.26"),
+        (" 580.65.06\n", "580.65.06"),
+        ("384.98", "384.98"),
+    ],
 )
 def test_driver_versions_parse_and_print_as_nvidia_writes_them(text: str, expected: str) -> None:
     assert str(DriverVersion.parse(text)) == expected
 
 
-@pytest.mark.parametrize("text", ["abc", "535", "535.129.03.1", "", "535.129.03 (open)", "v535.129.03", "-1.2"])
+@pytest.mark.parametrize(
+    "text", ["abc", "535", "535.129.03.1", "", "535.129.03 (open)", "v535.129.03", "-1.2"]
+)
 def test_strange_driver_strings_are_rejected_with_the_value_named(text: str) -> None:
     with pytest.raises(BadInputError, match="bad driver version"):
         DriverVersion.parse(text)

@@ -60,9 +60,10 @@ def _nvidia(root: Path, path_env: str) -> tuple[NvidiaDriver | None, tuple[Gpu, 
             reading, source = csv_reading, "nvidia-smi --query-gpu"
         else:
             notes.append("nvidia-smi gave no readable answer (missing, failed or timed out)")
-            driver, cuda = nvidia.probe_smi_banner(smi)
-            if driver or cuda:
-                reading, source = nvidia.SmiReading(driver=driver, cuda=cuda, gpus=()), "nvidia-smi banner"
+            banner_driver, banner_cuda = nvidia.probe_smi_banner(smi)
+            if banner_driver or banner_cuda:
+                reading = nvidia.SmiReading(driver=banner_driver, cuda=banner_cuda, gpus=())
+                source = "nvidia-smi banner"
     if (sysfs or procfs) and smi is None and reading is None:
         notes.append("an NVIDIA kernel driver is loaded but neither NVML nor nvidia-smi answered")
     driver = nvidia.driver_fact(sysfs, procfs, reading, source)

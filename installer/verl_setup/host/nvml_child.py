@@ -31,9 +31,7 @@ def read() -> dict[str, Any]:
                     "index": index,
                     "name": pynvml.nvmlDeviceGetName(handle),
                     "uuid": pynvml.nvmlDeviceGetUUID(handle),
-                    "cuda_compute_capability": list(
-                        pynvml.nvmlDeviceGetCudaComputeCapability(handle)
-                    ),
+                    "cuda_compute_capability": list(pynvml.nvmlDeviceGetCudaComputeCapability(handle)),
                     "memory_total_bytes": memory.total,
                     "memory_free_bytes": memory.free,
                     "processes": [

@@ -41,12 +41,12 @@ def candidates(path_env: str, home: Path, env: dict[str, str]) -> Iterator[tuple
         if not folder or folder.rstrip("/").endswith("shims"):
             continue
         try:
-            names = sorted(os.listdir(folder))
+            entries = sorted(Path(folder).iterdir())
         except OSError:
             continue
-        for name in names:
-            if _NAME_RE.match(name):
-                yield Path(folder) / name, "PATH"
+        for entry in entries:
+            if _NAME_RE.match(entry.name):
+                yield entry, "PATH"
     pyenv_root = Path(env.get("PYENV_ROOT") or home / ".pyenv")
     for version_dir in sorted((pyenv_root / "versions").glob("3.*")):
         yield version_dir / "bin/python3", "pyenv versions"

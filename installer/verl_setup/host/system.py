@@ -153,6 +153,7 @@ def _mask_url(value: str) -> str:
         split = urlsplit(url)
         if split.password or split.username:
             netloc = "***@" + (split.hostname or "") + (f":{split.port}" if split.port else "")
-            url = urlunsplit(split._replace(netloc=netloc))
-        parts.append(url)
+            parts.append(urlunsplit(split._replace(netloc=netloc)))
+        else:
+            parts.append(url)
     return " ".join(parts)

@@ -18,7 +18,7 @@ class CudaRules:
 
     def family_floor(self, cuda: str) -> DriverVersion | None:
         """Minor-version-compatibility floor of a CUDA version's major family."""
-        major = cuda.split(".")[0]
+        major = cuda.split(".", maxsplit=1)[0]
         floor = self.facts.families.get(major)
         return DriverVersion.parse(floor.min_driver) if floor else None
 
@@ -48,7 +48,9 @@ class CudaRules:
 
     def matching_patterns(self, gpu_name: str) -> list[str]:
         """Every pattern that matches a name (used to check the table is unambiguous)."""
-        return [g.pattern for (p, _), g in zip(self._patterns, self.facts.gpus, strict=True) if p.search(gpu_name)]
+        return [
+            g.pattern for (p, _), g in zip(self._patterns, self.facts.gpus, strict=True) if p.search(gpu_name)
+        ]
 
     def architecture(self, cc: str) -> Architecture | None:
         """Architecture name and first supporting CUDA for a compute capability."""

@@ -13,7 +13,7 @@ from packaging.version import InvalidVersion, Version
 from verl_setup.errors import BadInputError
 from verl_setup.matrix.cuda import CudaRules
 from verl_setup.matrix.schema import Builder, CudaFile, Row, RowsFile
-from verl_setup.matrix.yamlread import YamlProblem, read_yaml
+from verl_setup.matrix.yamlread import YamlError, read_yaml
 from verl_setup.paths import data_dir
 from verl_setup.versions import DriverVersion, parse_minor
 
@@ -64,7 +64,9 @@ def load_matrix(path: Path | None = None) -> Matrix:
 def _load(path: Path) -> Matrix:
     problems, matrix = check(path)
     if matrix is None:
-        more = f" (and {len(problems) - 1} more; run `verl-setup matrix validate`)" if len(problems) > 1 else ""
+        more = (
+            f" (and {len(problems) - 1} more; run `verl-setup matrix validate`)" if len(problems) > 1 else ""
+        )
         raise BadInputError(problems[0] + more)
     return matrix
 
@@ -82,7 +84,7 @@ def check(path: Path) -> tuple[list[str], Matrix | None]:
     try:
         cuda_data, _ = read_yaml(cuda_path_for(path))
         rows_data, raw = read_yaml(path)
-    except YamlProblem as exc:
+    except YamlError as exc:
         return [str(exc)], None
     cuda_builder = Builder(str(cuda_path_for(path)))
     cuda_file = cuda_builder.build(CudaFile, cuda_data, "", 1)
@@ -119,15 +121,17 @@ def _check_rows(rows_file: RowsFile, rules: CudaRules, file: str) -> list[str]: 
     for row in rows_file.rows:
         where = f"{file}:{row.line}: row {row.id!r}"
 
-        def bad(key: str, message: str, where: str = where) -> None:
-            problems.append(f"{where}: {key}: {message}")
+        def bad(key: str, message: str, where: str = where, out: list[str] = problems) -> None:
+            out.append(f"{where}: {key}: {message}")
 
         if row.id in seen:
             bad("id", "duplicate row id")
         seen.add(row.id)
-        for key, version in [("verl.version", row.verl.version), ("torch.version", row.torch.version)] + [
-            (f"packages.{name}", v) for name, v in row.packages.items()
-        ] + ([("engine.version", row.engine.version)] if row.engine.version else []):
+        for key, version in (
+            [("verl.version", row.verl.version), ("torch.version", row.torch.version)]
+            + [(f"packages.{name}", v) for name, v in row.packages.items()]
+            + ([("engine.version", row.engine.version)] if row.engine.version else [])
+        ):
             try:
                 Version(version)
             except InvalidVersion:
@@ -141,7 +145,10 @@ def _check_rows(rows_file: RowsFile, rules: CudaRules, file: str) -> list[str]: 
                 bad("python.supported", str(exc))
         rec = row.python.recommended.split(".")
         if len(rec) != 3 or ".".join(rec[:2]) not in row.python.supported:
-            bad("python.recommended", f"{row.python.recommended!r} must be X.Y.Z with X.Y in supported")
+            bad(
+                "python.recommended",
+                f"{row.python.recommended!r} must be X.Y.Z with X.Y in supported",
+            )
         if row.torch.index != "default" and row.torch.index not in rows_file.indexes:
             bad("torch.index", f"unknown index {row.torch.index!r}; define it under indexes:")
         problems += [f"{where}: {m}" for m in _check_requires(row, rules)]
@@ -174,7 +181,10 @@ def _check_requires(row: Row, rules: CudaRules) -> list[str]:
     if row.engine.name == "none":
         out.append("engine: a GPU row needs an engine")
     if not (req.cuda and req.driver and req.compute_capability and row.torch.cuda):
-        return [*out, "requires: a GPU row states cuda, driver and compute_capability, and torch.cuda"]
+        return [
+            *out,
+            "requires: a GPU row states cuda, driver and compute_capability, and torch.cuda",
+        ]
     if parse_minor(req.cuda, "CUDA") < parse_minor(row.torch.cuda, "CUDA"):
         out.append(f"requires.cuda: {req.cuda} is older than torch's CUDA {row.torch.cuda}")
     floor, full = rules.family_floor(req.cuda), rules.full_support(req.cuda)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
+import functools
 import hashlib
 import json
 import types
@@ -213,7 +214,7 @@ class Builder:
         lines = data.key_lines if isinstance(data, LinedDict) else {}
         line = data.line if isinstance(data, LinedDict) else line
         fields = {f.name: f for f in dataclasses.fields(cls) if f.name != "line"}  # type: ignore[arg-type]
-        hints = typing.get_type_hints(cls)
+        hints = _hints(cls)
         ok = True
         for key in data:
             if key not in fields:
@@ -267,11 +268,10 @@ class Builder:
                 self.problem(line, where, f"expected a mapping, got {_kind(value)}")
                 return _BAD
             lines = value.key_lines if isinstance(value, LinedDict) else {}
-            items = {
-                str(k): self.convert(args[1], v, f"{where}.{k}", lines.get(k, line))
-                for k, v in value.items()
+            mapping = {
+                str(k): self.convert(args[1], v, f"{where}.{k}", lines.get(k, line)) for k, v in value.items()
             }
-            return _BAD if any(v is _BAD for v in items.values()) else items
+            return _BAD if any(v is _BAD for v in mapping.values()) else mapping
         if dataclasses.is_dataclass(hint):
             built = self.build(hint, value, where, line)  # type: ignore[arg-type]
             return _BAD if built is None else built
@@ -290,6 +290,12 @@ class Builder:
 
 
 _BAD: Any = object()
+
+
+@functools.cache
+def _hints(cls: type) -> dict[str, Any]:
+    """Resolved field types of a dataclass (resolving them is the slow part of a load)."""
+    return typing.get_type_hints(cls)
 
 
 def _kind(value: Any) -> str:

@@ -71,7 +71,10 @@ def select(target: Target, matrix: Matrix) -> Plan:
     fitting.sort(key=lambda r: (r.status != "verified", -_release(r.verl.version), order[r.id]))
     chosen, others = fitting[0], fitting[1:]
     rejected += [
-        Rejection(id=r.id, reasons=(f"fits, but {chosen.id} is preferred (newer verl, or earlier in the matrix)",))
+        Rejection(
+            id=r.id,
+            reasons=(f"fits, but {chosen.id} is preferred (newer verl, or earlier in the matrix)",),
+        )
         for r in others
     ]
     python, python_warnings = _python_for(chosen, target)
@@ -80,7 +83,7 @@ def select(target: Target, matrix: Matrix) -> Plan:
         python=python,
         policy=target.policy.value,
         target=target,
-        warnings=tuple(_warnings(chosen, target, matrix) + python_warnings),
+        warnings=tuple(_warnings(chosen, target) + python_warnings),
         rejected=tuple(sorted(rejected, key=lambda r: order[r.id])),
         matrix=matrix,
         index_url=matrix.index_url(chosen),
@@ -89,7 +92,7 @@ def select(target: Target, matrix: Matrix) -> Plan:
 
 def _release(version: str) -> float:
     """A sortable number for a version (newest verl first)."""
-    release = Version(version).release + (0, 0, 0)
+    release = (*Version(version).release, 0, 0, 0)
     return release[0] * 1e6 + release[1] * 1e3 + release[2]
 
 
@@ -112,7 +115,7 @@ def host_reasons(row: Row, target: Target, matrix: Matrix) -> list[str]:
     """Every requirement of `row` the machine fails."""
     reasons = []
     req = row.requires
-    if target.arch.value not in req.arch:
+    if target.arch.value is not None and target.arch.value not in req.arch:
         reasons.append(f"platform {' or '.join(req.arch)} needed, host is {target.arch.value}")
     glibc = target.glibc.value
     if glibc and _version_tuple(glibc) < _version_tuple(req.glibc):
@@ -120,10 +123,14 @@ def host_reasons(row: Row, target: Target, matrix: Matrix) -> list[str]:
     has_gpu = target.driver.value is not None or bool(target.gpus.value)
     if not req.gpu:
         if has_gpu and target.engine.value != "none":
-            reasons.append("CPU-only development row, and this machine has an NVIDIA GPU (ask with --engine none)")
+            reasons.append(
+                "CPU-only development row, and this machine has an NVIDIA GPU (ask with --engine none)"
+            )
         return reasons
     if not has_gpu:
-        reasons.append("needs an NVIDIA GPU and driver; none found (plan for another machine with --driver and --gpu)")
+        reasons.append(
+            "needs an NVIDIA GPU and driver; none found (plan for another machine with --driver and --gpu)"
+        )
         return reasons
     reasons += _driver_reasons(row, target, matrix)
     reasons += _gpu_reasons(row, target.gpus.value, matrix)
@@ -137,11 +144,17 @@ def _driver_reasons(row: Row, target: Target, matrix: Matrix) -> list[str]:
     needed_family = matrix.cuda.family_floor(req.cuda)
     if needed_family is not None and driver < needed_family:
         major = req.cuda.split(".")[0]
-        return [f"driver >= {needed_family} needed for any CUDA {major}.x (this row uses {req.cuda}), host has {driver}"]
+        return [
+            f"driver >= {needed_family} needed for any CUDA {major}.x (this row uses {req.cuda}), "
+            f"host has {driver}"
+        ]
     if target.policy.value == "strict":
         strict = DriverVersion.parse(req.driver.strict)
         if driver < strict:
-            return [f"driver >= {strict} needed for full CUDA {req.cuda} support (policy strict), host has {driver}"]
+            return [
+                f"driver >= {strict} needed for full CUDA {req.cuda} support (policy strict), "
+                f"host has {driver}"
+            ]
     else:
         compat = DriverVersion.parse(req.driver.compat)
         if driver < compat:
@@ -158,11 +171,13 @@ def _gpu_reasons(row: Row, gpus: tuple[GpuSpec, ...], matrix: Matrix) -> list[st
         cc = parse_minor(gpu.compute_capability, "sm")
         arch = matrix.cuda.architecture(gpu.compute_capability)
         if cc < low:
-            reasons.append(f"compute capability >= {cc_range.min} needed, GPU {gpu.name!r} is {gpu.compute_capability}")
+            reasons.append(
+                f"compute capability >= {cc_range.min} needed, GPU {gpu.name!r} is {gpu.compute_capability}"
+            )
         elif arch and parse_minor(arch.first_cuda, "CUDA") > parse_minor(row.requires.cuda, "CUDA"):
             reasons.append(
-                f"GPU {gpu.name!r} ({arch.name}, sm {gpu.compute_capability}) needs CUDA >= {arch.first_cuda}, "
-                f"row is built with {row.requires.cuda}"
+                f"GPU {gpu.name!r} ({arch.name}, sm {gpu.compute_capability}) needs CUDA >= "
+                f"{arch.first_cuda}, row is built with {row.requires.cuda}"
             )
         elif cc > high:
             reasons.append(
@@ -179,24 +194,33 @@ def _distinct(gpus: tuple[GpuSpec, ...]) -> list[GpuSpec]:
     return list(seen.values())
 
 
-def _warnings(row: Row, target: Target, matrix: Matrix) -> list[str]:
+def _warnings(row: Row, target: Target) -> list[str]:
     out = []
     req, driver = row.requires, target.driver.value
     if row.status != "verified":
         out.append(f"row {row.id} is {row.status}: its pins were not proven to resolve here")
+    if target.arch.value is None or target.glibc.value is None:
+        out.append(
+            "CPU architecture or glibc of the target not given, so not checked: the row needs "
+            f"{'/'.join(req.arch)} with glibc >= {req.glibc} (give --host FILE, or VERL_SETUP_ARCH "
+            "and VERL_SETUP_GLIBC)"
+        )
     if req.gpu and driver is not None and req.driver and req.cuda:
         strict = DriverVersion.parse(req.driver.strict)
         if driver < strict:
             out.append(
-                f"driver {driver} runs CUDA {req.cuda} only through minor-version compatibility; full support "
-                f"needs >= {strict}. Kernels that JIT-compile newer PTX will fail; --policy strict refuses this"
+                f"driver {driver} runs CUDA {req.cuda} only through minor-version compatibility; "
+                f"full support needs >= {strict}. Kernels that JIT-compile newer PTX will fail; "
+                "--policy strict refuses this"
             )
     if req.gpu and driver is None and target.gpus.value:
         out.append("driver version unknown: the driver requirement was not checked (give --driver)")
     if req.gpu and driver is not None and not target.gpus.value:
         out.append("GPU model unknown: compute capability was not checked (give --gpu or --sm)")
     if len({g.compute_capability for g in target.gpus.value}) > 1:
-        out.append("GPUs of different compute capability: the stack must carry kernels for each; checked for all")
+        out.append(
+            "GPUs of different compute capability: the stack must carry kernels for each; checked for all"
+        )
     minor = _planned_minor(row, target)
     for issue in row.known_issues:
         if not issue.python or minor in issue.python:
@@ -224,9 +248,7 @@ def _python_for(row: Row, target: Target) -> tuple[str, list[str]]:
         return fmt(wanted), warnings
     if fmt(wanted) == ".".join(row.python.recommended.split(".")[:2]):
         return row.python.recommended, []
-    on_host = sorted(
-        (v for v in target.host_pythons if v.startswith(fmt(wanted) + ".")), key=_version_tuple
-    )
+    on_host = sorted((v for v in target.host_pythons if v.startswith(fmt(wanted) + ".")), key=_version_tuple)
     if on_host:
         return on_host[-1], [f"Python {fmt(wanted)} pinned to {on_host[-1]}, the newest found on this host"]
     return fmt(wanted), [

@@ -15,11 +15,15 @@ class LinedDict(dict[str, Any]):
     key_lines: dict[str, int]
 
 
-class YamlProblem(Exception):
+class YamlError(Exception):
     """The file is not YAML we can use; the message names file and line."""
 
 
-class _Loader(yaml.SafeLoader):
+# libyaml's parser when present (5x faster on the matrix); marks and line numbers work the same.
+_Base = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
+class _Loader(_Base):  # type: ignore[valid-type,misc]  # chosen at run time
     pass
 
 
@@ -33,9 +37,7 @@ def _construct_mapping(loader: _Loader, node: yaml.MappingNode) -> LinedDict:
         if not isinstance(key, str):
             key = str(key)
         if key in result:
-            raise yaml.constructor.ConstructorError(
-                None, None, f"duplicate key {key!r}", key_node.start_mark
-            )
+            raise yaml.constructor.ConstructorError(None, None, f"duplicate key {key!r}", key_node.start_mark)
         result[key] = loader.construct_object(value_node, deep=True)
         result.key_lines[key] = key_node.start_mark.line + 1
     return result
@@ -45,16 +47,16 @@ _Loader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _constru
 
 
 def read_yaml(path: Path) -> tuple[Any, bytes]:
-    """Return (data, raw bytes) of a YAML file; YamlProblem on unreadable or malformed input."""
+    """Return (data, raw bytes) of a YAML file; YamlError on unreadable or malformed input."""
     try:
         raw = path.read_bytes()
     except OSError as exc:
-        raise YamlProblem(f"{path}: cannot read: {exc.strerror}") from exc
+        raise YamlError(f"{path}: cannot read: {exc.strerror}") from exc
     try:
         return yaml.load(raw, Loader=_Loader), raw  # noqa: S506  # _Loader is a SafeLoader
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark
         where = f"{path}:{mark.line + 1}" if mark else str(path)
-        raise YamlProblem(f"{where}: malformed YAML: {exc.problem or exc}") from exc
+        raise YamlError(f"{where}: malformed YAML: {exc.problem or exc}") from exc
     except yaml.YAMLError as exc:
-        raise YamlProblem(f"{path}: malformed YAML: {exc}") from exc
+        raise YamlError(f"{path}: malformed YAML: {exc}") from exc

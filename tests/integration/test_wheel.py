@@ -1,0 +1,53 @@
+"""The built wheel carries matrices/ and templates/ and works outside the source tree."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+from verl_setup.runner import run
+from verl_setup.uv import find_uv
+
+ROOT = Path(__file__).resolve().parents[2]
+
+pytestmark = [pytest.mark.network, pytest.mark.slow]
+
+
+def test_wheel_installs_into_a_fresh_venv_and_lists_the_matrix(tmp_path: Path) -> None:
+    uv = find_uv()
+    env = {**os.environ, "UV_PYTHON_DOWNLOADS": "never"}
+    built = run(
+        [uv, "build", "--wheel", "--out-dir", str(tmp_path / "dist"), str(ROOT)], timeout=300, env=env
+    )
+    assert built.returncode == 0, built.stderr
+    (wheel,) = (tmp_path / "dist").glob("verl_setup-*.whl")
+    venv = tmp_path / "venv"
+    assert run([uv, "venv", "--python", sys.executable, str(venv)], timeout=120, env=env).returncode == 0
+    installed = run(
+        [uv, "pip", "install", "--python", str(venv / "bin/python"), str(wheel)], timeout=300, env=env
+    )
+    assert installed.returncode == 0, installed.stderr
+    outside = tmp_path / "elsewhere"
+    outside.mkdir()
+    listed = run([str(venv / "bin/verl-setup"), "matrix", "list"], timeout=60, cwd=str(outside))
+    assert listed.returncode == 0, listed.stderr
+    assert "verl0.9-vllm0.24.0" in listed.stdout
+    assert "cpu" in listed.stdout
+    module = run(
+        [str(venv / "bin/python"), "-m", "verl_setup", "matrix", "validate"], timeout=60, cwd=str(outside)
+    )
+    assert module.returncode == 0, module.stdout + module.stderr
+    assert "/_data/matrices/verl.yaml" in module.stdout
+    data = run(
+        [
+            str(venv / "bin/python"),
+            "-c",
+            "from verl_setup.paths import data_dir; print(data_dir('templates'))",
+        ],
+        timeout=60,
+        cwd=str(outside),
+    )
+    assert data.stdout.strip().endswith("_data/templates")
