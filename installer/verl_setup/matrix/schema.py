@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
-import functools
 import hashlib
 import json
 import types
@@ -292,10 +291,14 @@ class Builder:
 _BAD: Any = object()
 
 
-@functools.cache
-def _hints(cls: type) -> dict[str, Any]:
-    """Resolved field types of a dataclass (resolving them is the slow part of a load)."""
-    return typing.get_type_hints(cls)
+_HINTS: dict[type[Any], dict[str, Any]] = {}
+
+
+def _hints(cls: type[Any]) -> dict[str, Any]:
+    """Resolved field types of a dataclass, once (resolving them is the slow part of a load)."""
+    if cls not in _HINTS:
+        _HINTS[cls] = typing.get_type_hints(cls)
+    return _HINTS[cls]
 
 
 def _kind(value: Any) -> str:
