@@ -14,7 +14,8 @@ from verl_setup import __version__
 from verl_setup.errors import VerlSetupError
 
 
-def _add_plan_flags(p: argparse.ArgumentParser) -> None:
+def add_plan_flags(p: argparse.ArgumentParser) -> None:
+    """The flags that describe the target machine; every command that plans takes them."""
     g = p.add_argument_group("target machine (flag > VERL_SETUP_* env > --host file > detection)")
     g.add_argument("--host", type=Path, metavar="FILE", help="a saved `verl-setup detect --json`")
     g.add_argument("--driver", metavar="VERSION", help="NVIDIA driver, e.g. 535.129.03")
@@ -32,9 +33,9 @@ def _add_plan_flags(p: argparse.ArgumentParser) -> None:
 
 
 def _plan(args: argparse.Namespace) -> Any:
-    from verl_setup.planning import make_plan  # noqa: PLC0415  # lazy: keeps --help fast
+    from verl_setup.planning import plan_from_args  # noqa: PLC0415  # lazy: keeps --help fast
 
-    return make_plan(args, os.environ)
+    return plan_from_args(args, os.environ)
 
 
 def _add_detect(sub: Any) -> None:
@@ -56,7 +57,7 @@ def _add_plan(sub: Any) -> None:
     p = sub.add_parser("plan", help="select the matrix row for a machine, and say why")
     p.add_argument("--json", action="store_true", help="machine-readable plan (schema 1)")
     p.add_argument("--explain", action="store_true", help="show evidence and every rejected row")
-    _add_plan_flags(p)
+    add_plan_flags(p)
     p.set_defaults(run=_run_plan)
 
 
@@ -142,9 +143,17 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    for add in (_add_detect, _add_plan, _add_matrix):
+    for add in SUBCOMMANDS:
         add(sub)
     return parser
+
+
+# One line per subcommand, in --help order.
+SUBCOMMANDS = (
+    _add_detect,
+    _add_plan,
+    _add_matrix,
+)
 
 
 def main_inner(argv: Sequence[str] | None = None) -> int:

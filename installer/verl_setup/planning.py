@@ -29,11 +29,15 @@ def request_from_args(args: argparse.Namespace) -> Request:
     )
 
 
-def make_plan(args: argparse.Namespace, env: Mapping[str, str]) -> Plan:
-    """Load the matrix (flag, VERL_SETUP_MATRIX, bundled), build the target, select."""
-    matrix_path = args.matrix or (Path(env["VERL_SETUP_MATRIX"]) if env.get("VERL_SETUP_MATRIX") else None)
+def make_plan(request: Request, matrix_path: Path | None, env: Mapping[str, str]) -> Plan:
+    """Load the matrix (given, VERL_SETUP_MATRIX, bundled), build the target, select."""
+    if matrix_path is None and env.get("VERL_SETUP_MATRIX"):
+        matrix_path = Path(env["VERL_SETUP_MATRIX"])
     matrix = load_matrix(matrix_path)
-    target = build_target(
-        request_from_args(args), env=env, rules=matrix.cuda, detect=detect, load_host=load_host_file
-    )
+    target = build_target(request, env=env, rules=matrix.cuda, detect=detect, load_host=load_host_file)
     return select(target, matrix)
+
+
+def plan_from_args(args: argparse.Namespace, env: Mapping[str, str]) -> Plan:
+    """make_plan for a command that took the plan flags (cli.add_plan_flags)."""
+    return make_plan(request_from_args(args), args.matrix, env)
