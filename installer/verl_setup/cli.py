@@ -148,11 +148,43 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _add_render(sub: Any) -> None:
+    p = sub.add_parser("render", help="write the files that reproduce the planned environment")
+    p.add_argument("targets", nargs="+", metavar="TARGET", help="venv, docker, env, ray, slurm, kuberay or all")
+    p.add_argument("--out", type=Path, required=True, metavar="DIR", help="folder to write into")
+    p.add_argument("--dry-run", action="store_true", help="show what would be written, write nothing")
+    p.add_argument("--force", action="store_true", help="overwrite files that differ (hand edits are lost)")
+    p.add_argument("--json", action="store_true", help="machine-readable list of files and their status")
+    g = p.add_argument_group("artifact options")
+    g.add_argument("--base-image", metavar="IMG", help="Dockerfile base image (default: the row's)")
+    g.add_argument("--buildkit", action="store_true", help="use BuildKit cache mounts for uv")
+    g.add_argument("--ca-bundle", type=Path, metavar="FILE", help="CA bundle for TLS-intercepting proxies")
+    g.add_argument("--hf-home", metavar="PATH", help="Hugging Face cache for every node")
+    g.add_argument("--iface", metavar="NAME", help="network interface for NCCL and Gloo")
+    g.add_argument("--image", metavar="IMG", help="container image for KubeRay")
+    g.add_argument("--job", metavar="CMD", help="entrypoint of a KubeRay RayJob")
+    g.add_argument("--nodes", type=int, default=1, metavar="N", help="nodes for Slurm/KubeRay (default 1)")
+    g.add_argument("--head-ip", default="127.0.0.1", metavar="ADDR", help="Ray head address")
+    g.add_argument("--ray-port", type=int, default=6379, metavar="PORT")
+    g.add_argument("--dashboard-port", type=int, default=8265, metavar="PORT")
+    g.add_argument("--venv", default=".venv", metavar="PATH", help="venv path in setup-venv.sh")
+    g.add_argument("--namespace", default="default", metavar="NS", help="Kubernetes namespace")
+    add_plan_flags(p)
+    p.set_defaults(run=_run_render)
+
+
+def _run_render(args: argparse.Namespace) -> int:
+    from verl_setup.render_cmd import run_render  # noqa: PLC0415
+
+    return run_render(args, _plan(args))
+
+
 # One line per subcommand, in --help order.
 SUBCOMMANDS = (
     _add_detect,
     _add_plan,
     _add_matrix,
+    _add_render,
 )
 
 

@@ -66,6 +66,8 @@ class Target:
     engine: Fact[str | None]
     policy: Fact[Policy]
     host_pythons: tuple[str, ...] = field(default=())
+    # CUDA toolkits on the target as (path, version): rendering points CUDA_HOME at a match.
+    cuda_toolkits: tuple[tuple[str, str], ...] = field(default=())
 
     def facts_json(self) -> dict[str, Any]:
         """The facts as `{name: {value, source}}` for `plan --json`."""
@@ -159,6 +161,7 @@ def build_target(
         engine=Fact(engine_text, engine_source or "not requested"),
         policy=policy,
         host_pythons=tuple(p.version for p in host.pythons) if host else (),
+        cuda_toolkits=tuple((t.path, t.version) for t in host.cuda_toolkits if t.version) if host else (),
     )
 
 

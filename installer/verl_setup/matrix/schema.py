@@ -147,11 +147,21 @@ class IndexSpec:
 
 
 @dataclass(frozen=True, kw_only=True)
+class PrebuiltWheels:
+    """Where a project publishes prebuilt wheels, and for which torch minors per version."""
+
+    url: str
+    source: str
+    builds: dict[str, tuple[str, ...]]
+
+
+@dataclass(frozen=True, kw_only=True)
 class RowsFile:
     """matrices/verl.yaml."""
 
     schema: int
     indexes: dict[str, IndexSpec] = field(default_factory=dict)
+    flash_attn_wheels: PrebuiltWheels | None = None
     rows: tuple[Row, ...]
 
 
