@@ -24,6 +24,9 @@ lint: $(STAMP)
 	$(BIN)/ruff format --check installer tests bench
 	$(BIN)/mypy
 
+golden: $(STAMP)
+	VERL_SETUP_REGEN_GOLDEN=1 $(BIN)/python -m pytest tests/unit/test_render.py -q -k golden
+
 bench: $(STAMP)
 	$(BIN)/python bench/startup.py
 

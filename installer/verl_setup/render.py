@@ -29,7 +29,10 @@ TARGETS: dict[str, tuple[tuple[str, str, bool], ...]] = {
         ("runtime_env.yaml.jinja", "runtime_env.yaml", False),
     ),
     "slurm": (("verl.sbatch.jinja", "verl.sbatch", True),),
-    "kuberay": (("raycluster.yaml.jinja", "raycluster.yaml", False), ("rayjob.yaml.jinja", "rayjob.yaml", False)),
+    "kuberay": (
+        ("raycluster.yaml.jinja", "raycluster.yaml", False),
+        ("rayjob.yaml.jinja", "rayjob.yaml", False),
+    ),
 }
 UV_VERSION = "0.13.9"  # the uv the rendered scripts install when the machine has none
 CA_FILE = "ca-bundle.crt"
@@ -83,7 +86,13 @@ def expand_targets(names: list[str]) -> tuple[str, ...]:
 
 
 def _shell(value: object) -> str:
-    return shlex.quote(str(value))
+    """One shell word that is exactly `value`, never expanded or split."""
+    text = str(value)
+    if not any(c in text for c in "$`"):
+        return shlex.quote(text)
+    # Single quotes would do, but shellcheck (SC2016) then flags every literal "$(": double
+    # quotes with $, `, " and \ escaped are just as literal.
+    return '"' + "".join("\\" + c if c in '$`"\\' else c for c in text) + '"'
 
 
 def _docker(value: object) -> str:
@@ -154,7 +163,9 @@ def context(plan: Plan, options: RenderOptions) -> dict[str, Any]:
         "python": plan.python,
         "python_minor": ".".join(plan.python.split(".")[:2]),
         "requirements": row.requirements(),
-        "torch_reqs": [r for r in row.requirements() if r.split("==")[0] in {"torch", "torchvision", "torchaudio"}],
+        "torch_reqs": [
+            r for r in row.requirements() if r.split("==")[0] in {"torch", "torchvision", "torchaudio"}
+        ],
         "engine_req": next((r for r in row.requirements() if r.startswith(f"{row.engine.name}==")), None),
         "companion_reqs": [
             r
@@ -208,7 +219,9 @@ def render(plan: Plan, options: RenderOptions) -> list[RenderedFile]:
         for template, name, executable in TARGETS[target]:
             if name == "rayjob.yaml" and not options.job:
                 continue
-            files.append(RenderedFile(name=name, content=env.get_template(template).render(ctx), executable=executable))
+            files.append(
+                RenderedFile(name=name, content=env.get_template(template).render(ctx), executable=executable)
+            )
     if "docker" in options.targets and options.ca_bundle is not None:
         try:
             bundle = options.ca_bundle.read_text(encoding="utf-8")
@@ -225,7 +238,7 @@ def compare(files: list[RenderedFile], out: Path, *, force: bool) -> list[Render
         path = out / f.name
         try:
             old = path.read_text(encoding="utf-8")
-        except FileNotFoundError:
+        except (FileNotFoundError, NotADirectoryError):
             status: Status = "create"
         except (OSError, UnicodeDecodeError):
             status = "overwrite" if force else "changed"

@@ -28,7 +28,11 @@ def environment(plan: Plan, hf_home: str | None, iface: str | None) -> list[EnvV
     toolkit = _matching_toolkit(plan)
     if toolkit is not None:
         out += [
-            EnvVar(name="CUDA_HOME", value=toolkit, why=f"the CUDA {row.requires.cuda} toolkit here, for JIT builds"),
+            EnvVar(
+                name="CUDA_HOME",
+                value=toolkit,
+                why=f"the CUDA {row.requires.cuda} toolkit here, for JIT builds",
+            ),
             EnvVar(name="PATH", value=f"{toolkit}/bin", why="its nvcc first", kind="prepend"),
             EnvVar(name="LD_LIBRARY_PATH", value=f"{toolkit}/lib64", why="its libraries", kind="prepend"),
         ]
@@ -44,18 +48,28 @@ def environment(plan: Plan, hf_home: str | None, iface: str | None) -> list[EnvV
                 EnvVar(
                     name="VLLM_ATTENTION_BACKEND",
                     value="XFORMERS",
-                    why="illegal memory access with vLLM <= 0.6.3 (verl v0.4.1 docs/faq); set before ray start",
+                    why="illegal memory access with vLLM <= 0.6.3 (verl v0.4.1 faq); set it before ray start",
                 )
             )
         if Version("0.8") <= vllm < Version("0.9"):
-            out.append(EnvVar(name="VLLM_USE_V1", value="1", why="verl's install docs (v0.5-v0.8) for vLLM 0.8.x"))
+            out.append(
+                EnvVar(name="VLLM_USE_V1", value="1", why="verl's install docs (v0.5-v0.8) for vLLM 0.8.x")
+            )
     if iface:
         out += [
-            EnvVar(name="NCCL_SOCKET_IFNAME", value=iface, why="NCCL traffic on this interface (multi-NIC nodes)"),
-            EnvVar(name="GLOO_SOCKET_IFNAME", value=iface, why="Gloo (torch.distributed) on the same interface"),
+            EnvVar(
+                name="NCCL_SOCKET_IFNAME", value=iface, why="NCCL traffic on this interface (multi-NIC nodes)"
+            ),
+            EnvVar(
+                name="GLOO_SOCKET_IFNAME", value=iface, why="Gloo (torch.distributed) on the same interface"
+            ),
         ]
     out.append(
-        EnvVar(name="TOKENIZERS_PARALLELISM", value="true", why="what verl's Ray runtime env sets; silences the fork warning")
+        EnvVar(
+            name="TOKENIZERS_PARALLELISM",
+            value="true",
+            why="what verl's Ray runtime env sets; silences the fork warning",
+        )
     )
     return out
 
@@ -104,4 +118,6 @@ def flash_attn_wheel(row: Row, python: str, wheels: dict[str, tuple[str, ...]], 
     filled = url.format(
         version=version, cuda_major=row.torch.cuda.split(".")[0], torch_minor=torch_minor, abi="{abi}", py=py
     )
-    return WheelPlan(url=filled, reason=f"a prebuilt wheel for torch {torch_minor}, CUDA {row.torch.cuda}, {py}")
+    return WheelPlan(
+        url=filled, reason=f"a prebuilt wheel for torch {torch_minor}, CUDA {row.torch.cuda}, {py}"
+    )

