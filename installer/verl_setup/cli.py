@@ -150,7 +150,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _add_render(sub: Any) -> None:
     p = sub.add_parser("render", help="write the files that reproduce the planned environment")
-    p.add_argument("targets", nargs="+", metavar="TARGET", help="venv, docker, env, ray, slurm, kuberay or all")
+    p.add_argument(
+        "targets", nargs="+", metavar="TARGET", help="venv, docker, env, ray, slurm, kuberay or all"
+    )
     p.add_argument("--out", type=Path, required=True, metavar="DIR", help="folder to write into")
     p.add_argument("--dry-run", action="store_true", help="show what would be written, write nothing")
     p.add_argument("--force", action="store_true", help="overwrite files that differ (hand edits are lost)")
