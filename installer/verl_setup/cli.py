@@ -157,6 +157,12 @@ def _add_render(sub: Any) -> None:
     p.add_argument("--dry-run", action="store_true", help="show what would be written, write nothing")
     p.add_argument("--force", action="store_true", help="overwrite files that differ (hand edits are lost)")
     p.add_argument("--json", action="store_true", help="machine-readable list of files and their status")
+    _add_artifact_flags(p)
+    add_plan_flags(p)
+    p.set_defaults(run=_run_render)
+
+
+def _add_artifact_flags(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group("artifact options")
     g.add_argument("--base-image", metavar="IMG", help="Dockerfile base image (default: the row's)")
     g.add_argument("--buildkit", action="store_true", help="use BuildKit cache mounts for uv")
@@ -171,8 +177,6 @@ def _add_render(sub: Any) -> None:
     g.add_argument("--dashboard-port", type=int, default=8265, metavar="PORT")
     g.add_argument("--venv", default=".venv", metavar="PATH", help="venv path in setup-venv.sh")
     g.add_argument("--namespace", default="default", metavar="NS", help="Kubernetes namespace")
-    add_plan_flags(p)
-    p.set_defaults(run=_run_render)
 
 
 def _run_render(args: argparse.Namespace) -> int:
@@ -181,12 +185,37 @@ def _run_render(args: argparse.Namespace) -> int:
     return run_render(args, _plan(args))
 
 
+def _add_docker(sub: Any) -> None:
+    p = sub.add_parser("docker", help="build the rendered image for real")
+    dsub = p.add_subparsers(dest="docker_cmd", required=True, metavar="build")
+    b = dsub.add_parser("build", help="render, build through the Docker SDK, verify inside, label")
+    b.add_argument("--tag", metavar="TAG", help="image tag (required unless --print-context)")
+    b.add_argument(
+        "--out", type=Path, metavar="DIR", help="keep the build context here (default: a temp dir)"
+    )
+    b.add_argument("--push", action="store_true", help="push the verified image")
+    b.add_argument("--network", metavar="MODE", help="network mode for RUN steps (e.g. host)")
+    b.add_argument("--print-context", action="store_true", help="list what would be sent, build nothing")
+    b.add_argument("--json", action="store_true", help="machine-readable result")
+    _add_artifact_flags(b)
+    add_plan_flags(b)
+    b.set_defaults(run=_run_docker_build)
+
+
+def _run_docker_build(args: argparse.Namespace) -> int:
+    from verl_setup import docker_build  # noqa: PLC0415
+    from verl_setup.render_cmd import options_from_args  # noqa: PLC0415
+
+    return docker_build.run(args, _plan(args), options_from_args(args), sys.stdout)
+
+
 # One line per subcommand, in --help order.
 SUBCOMMANDS = (
     _add_detect,
     _add_plan,
     _add_matrix,
     _add_render,
+    _add_docker,
 )
 
 

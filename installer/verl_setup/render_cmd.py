@@ -16,7 +16,7 @@ def options_from_args(args: argparse.Namespace) -> RenderOptions:
     if args.nodes < 1:
         raise BadInputError(f"--nodes {args.nodes}: need at least 1")
     return RenderOptions(
-        targets=expand_targets(args.targets),
+        targets=expand_targets(getattr(args, "targets", ["docker"])),
         base_image=args.base_image,
         buildkit=args.buildkit,
         ca_bundle=args.ca_bundle,

@@ -37,7 +37,7 @@ done
 if [ -n "$CA_BUNDLE" ]; then
   # A TLS-intercepting proxy re-signs the package index: trust its CA for uv and pip.
   [ -r "$CA_BUNDLE" ] || die "CA bundle not readable: $CA_BUNDLE"
-  export SSL_CERT_FILE="$CA_BUNDLE" PIP_CERT="$CA_BUNDLE"
+  export SSL_CERT_FILE="$CA_BUNDLE" PIP_CERT="$CA_BUNDLE" UV_NATIVE_TLS=1
 fi
 
 # 1. uv (from the package index through pip; never a piped installer script).

@@ -1,0 +1,85 @@
+"""`verl-setup docker build` against a real engine: build the cpu row's image on a local base,
+verify the pins inside it, then change only the verl pin and see the earlier layers reused."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import run_cli
+from tests.integration.docker_engine import base_image, start_dockerd
+from verl_setup.matrix.load import default_matrix_path, load_matrix
+
+pytestmark = [pytest.mark.network, pytest.mark.slow, pytest.mark.docker]
+HOST_CA = Path("/etc/ssl/certs/ca-certificates.crt")
+
+
+@pytest.fixture(scope="module")
+def engine() -> Iterator[str]:
+    yield from start_dockerd()
+
+
+def build(engine_host: str, monkeypatch: pytest.MonkeyPatch, tag: str, *extra: str) -> dict[str, object]:
+    monkeypatch.setenv("DOCKER_HOST", engine_host)
+    args = [
+        "docker", "build", "--no-gpu", "--python", "3.11.2", "--base-image", base_image(engine_host),
+        "--network", "host", "--tag", tag, "--json", *extra,
+    ]  # fmt: skip
+    if HOST_CA.exists():
+        args += ["--ca-bundle", str(HOST_CA)]  # the package index here is re-signed by a local CA
+    start = time.monotonic()
+    result = run_cli(*args)
+    assert result.code == 0, result.err[-4000:]
+    report: dict[str, object] = json.loads(result.out)
+    report["wall"] = round(time.monotonic() - start, 1)
+    return report
+
+
+def test_build_verify_label_then_a_verl_bump_reuses_the_layers(
+    engine: str, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    import docker  # noqa: PLC0415
+
+    first = build(engine, monkeypatch, "verl-setup-test:cpu")
+    assert first["verified"] is True
+    assert first["python"] == "3.11.2"
+    image = docker.DockerClient(base_url=engine).images.get("verl-setup-test:cpu")
+    labels = image.labels
+    assert labels["io.verl-setup.row-id"] == "cpu"
+    assert labels["io.verl-setup.row-hash"] == load_matrix().row("cpu").content_hash()
+    assert "cpu python 3.11.2" in labels["io.verl-setup.verified"]
+
+    # Same matrix, verl 0.9.1 -> 0.9.0 in the cpu row only: the layers before verl's are reused.
+    text = default_matrix_path().read_text()
+    head, sep, cpu = text.partition("  - id: cpu\n")
+    bumped = tmp_path / "verl.yaml"
+    bumped.write_text(head + sep + cpu.replace('verl: {version: "0.9.1"', 'verl: {version: "0.9.0"', 1))
+    second = build(engine, monkeypatch, "verl-setup-test:cpu-bumped", "--matrix", str(bumped))
+    cached = second["cached_steps"]
+    assert isinstance(cached, list)
+    assert any("torch==2.11.0" in step and "verl==" not in step for step in cached), cached
+    assert not any("verl==0.9.0" in step for step in cached)
+    assert second["seconds"] < first["seconds"]  # type: ignore[operator]
+    print(f"\nfirst build {first['seconds']}s, second {second['seconds']}s; cached: {len(cached)} steps")
+    for step in cached:
+        print(f"  cached: {step[:100]}")
+
+
+def test_print_context_lists_only_rendered_files(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("DOCKER_HOST", "unix:///nonexistent/docker.sock")  # no engine needed
+    result = run_cli("docker", "build", "--no-gpu", "--print-context", "--json")
+    assert result.code == 0
+    names = [f["name"] for f in json.loads(result.out)["files"]]
+    assert names == ["Dockerfile", ".dockerignore"]
+
+
+def test_unreachable_engine_is_one_line_and_exit_4(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("DOCKER_HOST", "unix:///nonexistent/docker.sock")
+    result = run_cli("docker", "build", "--no-gpu", "--tag", "x:y")
+    assert result.code == 4
+    assert result.err.count("\n") == 1
+    assert "no reachable container engine" in result.err
