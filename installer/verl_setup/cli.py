@@ -185,6 +185,29 @@ def _run_render(args: argparse.Namespace) -> int:
     return run_render(args, _plan(args))
 
 
+def _add_doctor(sub: Any) -> None:
+    p = sub.add_parser("doctor", help="the silent traps (Python, CUDA, Ray, HF cache, GPU memory, launch)")
+    p.add_argument("--json", action="store_true", help="machine-readable report (schema 1)")
+    p.add_argument(
+        "--check", action="append", default=[], metavar="ID", help="run only this check (repeatable)"
+    )
+    p.add_argument("--prefix", type=Path, metavar="PATH", help="the venv to inspect (default $VIRTUAL_ENV)")
+    p.add_argument("--ray-address", metavar="ADDR", help="Ray head (default RAY_ADDRESS, then a local head)")
+    p.add_argument("--model-size", metavar="SIZE", help="space a model download needs (default 16GB)")
+    p.add_argument("--host", type=Path, metavar="FILE", help="a saved `verl-setup detect --json`")
+    p.add_argument(
+        "--matrix", type=Path, metavar="FILE", help="use this rows file instead of the bundled one"
+    )
+    p.add_argument("launch", nargs="*", metavar="-- LAUNCH COMMAND", help="the training command to lint")
+    p.set_defaults(run=_run_doctor)
+
+
+def _run_doctor(args: argparse.Namespace) -> int:
+    from verl_setup.doctor.run import run_from_args  # noqa: PLC0415
+
+    return run_from_args(args, os.environ)
+
+
 def _add_docker(sub: Any) -> None:
     p = sub.add_parser("docker", help="build the rendered image for real")
     dsub = p.add_subparsers(dest="docker_cmd", required=True, metavar="build")
@@ -216,6 +239,7 @@ SUBCOMMANDS = (
     _add_matrix,
     _add_render,
     _add_docker,
+    _add_doctor,
 )
 
 

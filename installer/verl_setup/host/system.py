@@ -88,7 +88,7 @@ def cuda_toolkits(root: Path, nvcc: Tool | None) -> tuple[CudaToolkit, ...]:
     nvcc_home = Path(nvcc.path).resolve().parent.parent if nvcc else None
     found = []
     for real, home in homes.items():
-        version, source = _toolkit_version(real)
+        version, source = toolkit_version(real)
         on_path = nvcc is not None and (
             real == nvcc_home or (nvcc.version is not None and (version or "").startswith(nvcc.version))
         )
@@ -96,7 +96,7 @@ def cuda_toolkits(root: Path, nvcc: Tool | None) -> tuple[CudaToolkit, ...]:
     return tuple(found)
 
 
-def _toolkit_version(home: Path) -> tuple[str | None, str]:
+def toolkit_version(home: Path) -> tuple[str | None, str]:
     """Version from version.json (11.1+), version.txt (older), cuda.h, or the folder name."""
     try:
         data = json.loads((home / "version.json").read_text(encoding="utf-8"))

@@ -1,0 +1,149 @@
+"""What every check may read: the options, the host facts, and shared probes run at most once."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from functools import cached_property
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from verl_setup.doctor.envprobe import TargetEnv, choose_python, probe_env
+from verl_setup.doctor.launch import Launch, module_of, parse_launch
+from verl_setup.doctor.verlconfig import VerlConfig, entry_config, load_config
+from verl_setup.errors import BadInputError, NoCompatibleRowError
+from verl_setup.host.facts import HostFacts, load_host_file
+from verl_setup.matrix.load import Matrix
+from verl_setup.matrix.schema import Row
+from verl_setup.target import Request, build_target
+
+if TYPE_CHECKING:
+    from verl_setup.doctor.rayprobe import RayReading
+
+DEFAULT_MODEL_GIB = 16.0  # a 7-8B model in bf16, the size verl's quickstarts download
+_SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(k|m|g|t)?(i?b)?\s*$", re.IGNORECASE)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Options:
+    """The doctor's command line."""
+
+    checks: tuple[str, ...] = ()
+    prefix: Path | None = None
+    ray_address: str | None = None
+    model_size: str | None = None
+    launch: tuple[str, ...] = ()
+    matrix: Path | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class Context:
+    """Inputs plus lazily computed probes; a check that needs none of them costs nothing."""
+
+    options: Options
+    env: Mapping[str, str]
+    matrix: Matrix
+    host: HostFacts | Path | None = None
+
+    @cached_property
+    def facts(self) -> HostFacts:
+        """The given facts, a saved `detect --json`, or detection (only if a check asks)."""
+        if isinstance(self.host, HostFacts):
+            return self.host
+        if isinstance(self.host, Path):
+            return load_host_file(self.host)
+        from verl_setup.host.detect import detect  # noqa: PLC0415  # probes only when needed
+
+        return detect(env=dict(self.env))
+
+    @cached_property
+    def target(self) -> tuple[TargetEnv | None, str]:
+        """The env a launch would run in, or why there is none."""
+        chosen = choose_python(self.options.prefix, self.env)
+        if chosen is None:
+            return None, "no Python env: no --prefix, VIRTUAL_ENV, CONDA_PREFIX or python3 on PATH"
+        python, source = chosen
+        found = probe_env(python, source, self.env)
+        if found is None:
+            return None, f"{python} ({source}) did not answer within the timeout"
+        return found, ""
+
+    @cached_property
+    def launch(self) -> Launch | None:
+        """The command after `--`, parsed."""
+        return parse_launch(self.options.launch) if self.options.launch else None
+
+    @cached_property
+    def verl_config(self) -> tuple[VerlConfig | None, str]:
+        """The installed verl's config for the launch command's entry module, or why not."""
+        target, why = self.target
+        if target is None:
+            return None, why
+        if "verl" not in target.dists:
+            return None, f"verl is not installed in {target.prefix} ({target.source})"
+        site = Path(target.locations["verl"])
+        module = module_of(self.launch) if self.launch else "verl.trainer.main_ppo"
+        entry = entry_config(site, module)
+        if entry is None:
+            return None, f"{module} has no readable @hydra.main(config_name=...) under {site}"
+        config_dir, name = entry
+        if self.launch and self.launch.config_path:
+            given = Path(self.launch.config_path)
+            module_dir = site.joinpath(*module.split(".")).parent
+            config_dir = given if given.is_absolute() else (module_dir / given).resolve()
+        if self.launch and self.launch.config_name:
+            name = self.launch.config_name
+        config = load_config(config_dir, name, target.dists["verl"])
+        if config is None:
+            return None, f"no {name}.yaml in {config_dir}"
+        return config, ""
+
+    @cached_property
+    def row(self) -> tuple[Row | None, str]:
+        """The matrix row this env was installed from, else the row planned for this host."""
+        target, _ = self.target
+        if target is not None and "verl" in target.dists:
+            installed = target.dists["verl"]
+            engines = [e for e in ("vllm", "sglang") if e in target.dists]
+            for row in self.matrix.rows:
+                if row.verl.version != installed:
+                    continue
+                name = row.engine.name
+                if (name == "none" and not engines) or (
+                    name in engines and target.dists[name] == row.engine.version
+                ):
+                    return row, f"matches the installed verl {installed} ({name})"
+        try:
+            target_facts = build_target(
+                Request(),
+                env=self.env,
+                rules=self.matrix.cuda,
+                detect=lambda: self.facts,
+                load_host=load_host_file,
+            )
+            from verl_setup.matrix.select import select  # noqa: PLC0415
+
+            plan = select(target_facts, self.matrix)
+        except (NoCompatibleRowError, BadInputError) as exc:
+            return None, f"no matrix row fits this host: {str(exc).splitlines()[0]}"
+        return plan.row, "planned for this host (`verl-setup plan`)"
+
+    @cached_property
+    def ray(self) -> RayReading | None:
+        """The Ray probe, run once for the checks that need it (None: no address to probe)."""
+        from verl_setup.doctor.rayprobe import probe_ray  # noqa: PLC0415
+
+        return probe_ray(self)
+
+    @cached_property
+    def model_size_gib(self) -> tuple[float, str]:
+        """The space a model download needs, from --model-size or the default."""
+        text = self.options.model_size
+        if text is None:
+            return DEFAULT_MODEL_GIB, f"default {DEFAULT_MODEL_GIB:g} GiB (a 7-8B model in bf16)"
+        m = _SIZE.match(text)
+        if m is None:
+            raise BadInputError(f"bad --model-size {text!r}: expected a size such as 16GB or 500MiB")
+        scale = {"k": 2**-20, "m": 2**-10, "g": 1.0, "t": 1024.0}[(m[2] or "g").lower()]
+        return float(m[1]) * scale, f"flag --model-size {text}"

@@ -1,0 +1,99 @@
+"""Run the selected checks in order and print the report; exit 5 when any check fails."""
+
+from __future__ import annotations
+
+import argparse
+import difflib
+import json
+import sys
+import traceback
+from collections.abc import Callable, Mapping
+from pathlib import Path
+
+from verl_setup.doctor.context import Context, Options
+from verl_setup.doctor.cuda_check import check_cuda
+from verl_setup.doctor.gpu_memory import check_gpu_memory
+from verl_setup.doctor.hf_cache import check_hf_cache
+from verl_setup.doctor.launch_lint import check_launch
+from verl_setup.doctor.python_check import check_python
+from verl_setup.doctor.ray_check import check_ray
+from verl_setup.doctor.result import CheckResult, report_json, report_text
+from verl_setup.errors import BadInputError, CheckFailedError
+from verl_setup.host.facts import HostFacts
+from verl_setup.matrix.load import load_matrix
+
+Check = Callable[[Context], CheckResult]
+
+# In report order.
+CHECKS: dict[str, Check] = {
+    "python": check_python,
+    "cuda": check_cuda,
+    "ray": check_ray,
+    "hf-cache": check_hf_cache,
+    "gpu-memory": check_gpu_memory,
+    "launch": check_launch,
+}
+
+
+def selected(ids: tuple[str, ...]) -> list[str]:
+    """The check ids asked for (all when none), validated with a suggestion."""
+    for check_id in ids:
+        if check_id not in CHECKS:
+            close = difflib.get_close_matches(check_id, CHECKS, n=1)
+            hint = f" (did you mean {close[0]!r}?)" if close else ""
+            raise BadInputError(f"no doctor check {check_id!r}{hint}; checks: {', '.join(CHECKS)}")
+    return [c for c in CHECKS if not ids or c in ids]
+
+
+def run_checks(ctx: Context) -> list[CheckResult]:
+    """Every selected check; a bug in one becomes that check's failure, not a lost report."""
+    results = []
+    for check_id in selected(ctx.options.checks):
+        try:
+            results.append(CHECKS[check_id](ctx))
+        except BadInputError:
+            raise
+        except Exception as exc:
+            if ctx.env.get("VERL_SETUP_DEBUG"):
+                raise
+            results.append(
+                CheckResult(
+                    id=check_id,
+                    status="fail",
+                    summary=f"the check itself failed: {type(exc).__name__}: {exc}",
+                    remedy="rerun with VERL_SETUP_DEBUG=1 and report the traceback:\n"
+                    + "".join(traceback.format_exception_only(type(exc), exc)).strip(),
+                )
+            )
+    return results
+
+
+def make_context(options: Options, env: Mapping[str, str], host: HostFacts | Path | None = None) -> Context:
+    """A context over given facts, a host file, or (lazily) detection."""
+    matrix_path = options.matrix or (Path(env["VERL_SETUP_MATRIX"]) if env.get("VERL_SETUP_MATRIX") else None)
+    return Context(options=options, env=dict(env), matrix=load_matrix(matrix_path), host=host)
+
+
+def run_from_args(args: argparse.Namespace, env: Mapping[str, str]) -> int:
+    """`verl-setup doctor`: print the report (text or JSON), then exit 5 if anything failed."""
+    launch = list(args.launch)
+    if launch and launch[0] == "--":
+        launch = launch[1:]
+    options = Options(
+        checks=tuple(args.check),
+        prefix=args.prefix,
+        ray_address=args.ray_address,
+        model_size=args.model_size,
+        launch=tuple(launch),
+        matrix=args.matrix,
+    )
+    selected(options.checks)  # bad ids are bad input (exit 2), before any probe runs
+    host = args.host or (Path(env["VERL_SETUP_HOST"]) if env.get("VERL_SETUP_HOST") else None)
+    ctx = make_context(options, env, host)
+    results = run_checks(ctx)
+    if args.json:
+        sys.stdout.write(json.dumps(report_json(results), indent=2) + "\n")
+    else:
+        sys.stdout.write(report_text(results))
+    sys.stdout.flush()
+    return CheckFailedError.exit_code if any(r.status == "fail" for r in results) else 0
