@@ -23,10 +23,18 @@ def engine() -> Iterator[str]:
     yield from start_dockerd()
 
 
-def build(engine_host: str, monkeypatch: pytest.MonkeyPatch, tag: str, *extra: str) -> dict[str, object]:
+@pytest.fixture(scope="module")
+def base(engine: str) -> str:
+    # Imported once: a re-import gets a new image id and would invalidate every cached layer.
+    return base_image(engine)
+
+
+def build(
+    engine_host: str, base: str, monkeypatch: pytest.MonkeyPatch, tag: str, *extra: str
+) -> dict[str, object]:
     monkeypatch.setenv("DOCKER_HOST", engine_host)
     args = [
-        "docker", "build", "--no-gpu", "--python", "3.11.2", "--base-image", base_image(engine_host),
+        "docker", "build", "--no-gpu", "--python", "3.11.2", "--base-image", base,
         "--network", "host", "--tag", tag, "--json", *extra,
     ]  # fmt: skip
     if HOST_CA.exists():
@@ -40,11 +48,11 @@ def build(engine_host: str, monkeypatch: pytest.MonkeyPatch, tag: str, *extra: s
 
 
 def test_build_verify_label_then_a_verl_bump_reuses_the_layers(
-    engine: str, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+    engine: str, base: str, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
     import docker  # noqa: PLC0415
 
-    first = build(engine, monkeypatch, "verl-setup-test:cpu")
+    first = build(engine, base, monkeypatch, "verl-setup-test:cpu")
     assert first["verified"] is True
     assert first["python"] == "3.11.2"
     image = docker.DockerClient(base_url=engine).images.get("verl-setup-test:cpu")
@@ -58,7 +66,7 @@ def test_build_verify_label_then_a_verl_bump_reuses_the_layers(
     head, sep, cpu = text.partition("  - id: cpu\n")
     bumped = tmp_path / "verl.yaml"
     bumped.write_text(head + sep + cpu.replace('verl: {version: "0.9.1"', 'verl: {version: "0.9.0"', 1))
-    second = build(engine, monkeypatch, "verl-setup-test:cpu-bumped", "--matrix", str(bumped))
+    second = build(engine, base, monkeypatch, "verl-setup-test:cpu-bumped", "--matrix", str(bumped))
     cached = second["cached_steps"]
     assert isinstance(cached, list)
     assert any("torch==2.11.0" in step and "verl==" not in step for step in cached), cached
