@@ -29,6 +29,7 @@ golden: $(STAMP)
 
 bench: $(STAMP)
 	$(BIN)/python bench/startup.py
+	$(BIN)/python bench/install.py
 
 clean:
 	rm -rf $(VENV) build dist .pytest_cache .mypy_cache .ruff_cache

@@ -185,6 +185,62 @@ def _run_render(args: argparse.Namespace) -> int:
     return run_render(args, _plan(args))
 
 
+def _add_install(sub: Any) -> None:
+    p = sub.add_parser("install", help="uv venv + exact pins + verify, swapped into place atomically")
+    p.add_argument("--prefix", type=Path, default=Path(".venv"), metavar="PATH", help="default .venv")
+    p.add_argument("--lock", type=Path, metavar="FILE", help="install exactly this lock (hashes enforced)")
+    p.add_argument("--dry-run", action="store_true", help="print the exact uv commands, change nothing")
+    p.add_argument("--json", action="store_true", help="machine-readable result (schema 1)")
+    p.add_argument("--allow-python-downloads", action="store_true", help="let uv download the exact Python")
+    p.add_argument("--wait", type=float, default=600.0, metavar="S", help="wait for another install (600)")
+    p.add_argument("--no-import", action="store_true", help="skip the smoke `import verl`")
+    p.add_argument("--import-timeout", type=float, default=600.0, metavar="S", help="for import verl (600)")
+    add_plan_flags(p)
+    p.set_defaults(run=_run_install)
+
+
+def _run_install(args: argparse.Namespace) -> int:
+    from verl_setup.install import command  # noqa: PLC0415
+
+    return command(args, os.environ, sys.stdout)
+
+
+def _add_lock(sub: Any) -> None:
+    p = sub.add_parser("lock", help="a hashed lock for the row's target Python and platform")
+    p.add_argument("--out", type=Path, metavar="FILE", help="write the lock here (default: stdout)")
+    p.add_argument("--json", action="store_true", help="describe the written lock (schema 1)")
+    add_plan_flags(p)
+    p.set_defaults(run=_run_lock)
+
+
+def _run_lock(args: argparse.Namespace) -> int:
+    from verl_setup.lock import command  # noqa: PLC0415
+
+    return command(args, os.environ, sys.stdout)
+
+
+def _add_verify(sub: Any) -> None:
+    p = sub.add_parser("verify", help="does an environment (or every Ray node) match its lock or row?")
+    where = p.add_mutually_exclusive_group()
+    where.add_argument("--prefix", type=Path, metavar="PATH", help="a venv (default $VIRTUAL_ENV, .venv)")
+    where.add_argument("--python", metavar="EXE", help="an interpreter")
+    p.add_argument("--lock", type=Path, metavar="FILE", help="compare with this lock")
+    p.add_argument("--row", metavar="ID", help="compare with a matrix row's pins (no manifest, no lock)")
+    p.add_argument("--matrix", type=Path, metavar="FILE", help="rows file for --row")
+    p.add_argument("--ray", metavar="ADDRESS", help="verify every alive node of this Ray cluster")
+    p.add_argument("--timeout", type=float, default=120.0, metavar="S", help="hard limit for --ray (120)")
+    p.add_argument("--no-import", action="store_true", help="skip the smoke `import verl`")
+    p.add_argument("--import-timeout", type=float, default=600.0, metavar="S", help="for import verl (600)")
+    p.add_argument("--json", action="store_true", help="machine-readable report (schema 1)")
+    p.set_defaults(run=_run_verify)
+
+
+def _run_verify(args: argparse.Namespace) -> int:
+    from verl_setup.verify import command  # noqa: PLC0415
+
+    return command(args, os.environ, sys.stdout)
+
+
 def _add_doctor(sub: Any) -> None:
     p = sub.add_parser("doctor", help="the silent traps (Python, CUDA, Ray, HF cache, GPU memory, launch)")
     p.add_argument("--json", action="store_true", help="machine-readable report (schema 1)")
@@ -239,6 +295,9 @@ SUBCOMMANDS = (
     _add_matrix,
     _add_render,
     _add_docker,
+    _add_install,
+    _add_lock,
+    _add_verify,
     _add_doctor,
 )
 

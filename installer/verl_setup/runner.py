@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import contextlib
+import functools
 import logging
 import os
 import shutil
 import signal
 import subprocess
-from collections.abc import Mapping, Sequence
+import sys
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 log = logging.getLogger(__name__)
@@ -71,3 +73,76 @@ def _kill_group(proc: subprocess.Popen[str]) -> None:
     proc.kill()
     # Do not wait on the pipes: a grandchild that escaped the group could hold them forever.
     proc.wait(timeout=5)
+
+
+def stream(
+    argv: Sequence[str],
+    *,
+    timeout: float,
+    env: Mapping[str, str] | None = None,
+    cwd: str | None = None,
+    passthrough: bool = False,
+) -> Completed:
+    """Like run(), for long steps: the child dies with us (SIGKILL included), Ctrl-C kills it.
+
+    With `passthrough`, the child's stderr is ours (uv draws its progress bars on a terminal)
+    and Completed.stderr is empty.
+    """
+    exe = argv[0] if os.sep in argv[0] else shutil.which(argv[0])
+    if exe is None:
+        raise ProgramError(f"{argv[0]}: not found on PATH")
+    full = (exe, *argv[1:])
+    log.debug("stream %s (timeout %.1fs)", full, timeout)
+    try:
+        proc = subprocess.Popen(
+            full,
+            stdout=subprocess.PIPE,
+            stderr=None if passthrough else subprocess.PIPE,
+            stdin=subprocess.DEVNULL,
+            text=True,
+            errors="replace",
+            env=None if env is None else dict(env),
+            cwd=cwd,
+            start_new_session=True,
+            # A killed parent must not leave uv writing into a staging dir that the next run
+            # deletes; the kernel delivers SIGKILL to the child when we die.
+            preexec_fn=_tie_to_parent(_prctl()),  # noqa: PLW1509  # only prctl, no locks taken
+        )
+    except OSError as exc:
+        raise ProgramError(f"{argv[0]}: {exc.strerror or exc}") from exc
+    try:
+        stdout, stderr = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired as exc:
+        _kill_group(proc)
+        raise ProgramError(f"{argv[0]}: no answer within {timeout:g}s") from exc
+    except BaseException:
+        # Ctrl-C or SIGTERM reached us, not the child (it has its own session): stop it now.
+        _kill_group(proc)
+        raise
+    return Completed(argv=full, returncode=proc.returncode, stdout=stdout, stderr=stderr or "")
+
+
+_PR_SET_PDEATHSIG = 1
+
+
+@functools.cache
+def _prctl() -> Callable[..., int] | None:
+    """libc's prctl, loaded in the parent: the child between fork and exec may not import."""
+    if sys.platform != "linux":
+        return None
+    import ctypes  # noqa: PLC0415  # only the commands that stream need it
+
+    prctl: Callable[..., int] = ctypes.CDLL(None, use_errno=True).prctl
+    return prctl
+
+
+def _tie_to_parent(prctl: Callable[..., int] | None) -> Callable[[], None]:
+    parent = os.getpid()
+
+    def child() -> None:
+        if prctl is not None:
+            prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+            if os.getppid() != parent:  # the parent died before prctl took effect
+                os._exit(1)
+
+    return child

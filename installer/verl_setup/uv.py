@@ -1,9 +1,11 @@
-"""uv as we drive it: find the binary, and build the resolver command for a matrix row."""
+"""uv as we drive it: find the binary, and build the venv, install, sync and compile commands."""
 
 from __future__ import annotations
 
+import functools
 import os
 import shutil
+from collections.abc import Mapping
 from pathlib import Path
 
 from verl_setup.errors import InstallError
@@ -68,15 +70,57 @@ def compile_command(
     ]  # fmt: skip
     if overrides is not None:
         argv += ["--override", str(overrides)]
-    index = matrix.index_url(row)
-    if index is not None:
-        # The row's torch lives on that index; the rest stays on the user's default index.
-        argv += ["--extra-index-url", index, "--index-strategy", "unsafe-best-match"]
+    argv += index_flags(matrix.index_url(row))
     if hashes:
         argv.append("--generate-hashes")
     return argv
 
 
-def uv_env() -> dict[str, str]:
-    """The environment for uv: never download a Python interpreter behind the user's back."""
-    return {**os.environ, "UV_PYTHON_DOWNLOADS": "never"}
+def index_flags(index_url: str | None) -> list[str]:
+    """The row's extra index: torch lives there, the rest stays on the user's default index."""
+    if index_url is None:
+        return []
+    return ["--extra-index-url", index_url, "--index-strategy", "unsafe-best-match"]
+
+
+def venv_command(uv: str, *, path: Path, python: str) -> list[str]:
+    """`uv venv` for a staging dir: relocatable, since the finished venv is renamed into place."""
+    return [uv, "venv", "--relocatable", "--no-project", "--python", python, str(path)]
+
+
+def install_command(
+    uv: str, *, python_exe: Path, requirements: Path, overrides: Path | None, index_url: str | None
+) -> list[str]:
+    """`uv pip install` of a row's exact pins into the interpreter's environment."""
+    argv = [uv, "pip", "install", "--python", str(python_exe), "-r", str(requirements)]
+    if overrides is not None:
+        argv += ["--override", str(overrides)]
+    return argv + index_flags(index_url)
+
+
+def sync_command(uv: str, *, python_exe: Path, lock: Path, index_url: str | None) -> list[str]:
+    """`uv pip sync` of a hashed lock: exactly its distributions, every hash enforced."""
+    argv = [uv, "pip", "sync", "--python", str(python_exe), "--require-hashes", str(lock)]
+    return argv + index_flags(index_url)
+
+
+@functools.cache
+def uv_version(uv: str) -> str:
+    """`uv --version` as "0.13.9" (recorded in locks and manifests)."""
+    from verl_setup.runner import ProgramError, run  # noqa: PLC0415
+
+    try:
+        out = run([uv, "--version"], timeout=30)
+    except ProgramError as exc:
+        raise InstallError(f"cannot run uv: {exc}") from exc
+    parts = out.stdout.split()
+    if out.returncode != 0 or len(parts) < 2:
+        raise InstallError(f"`{uv} --version` failed: {(out.stderr or out.stdout).strip()[:200]}")
+    return parts[1]
+
+
+def uv_env(*, python_downloads: bool = False, base: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The environment for uv: no Python downloads behind the user's back unless they allow them."""
+    env = dict(os.environ if base is None else base)
+    env["UV_PYTHON_DOWNLOADS"] = "automatic" if python_downloads else "never"
+    return env

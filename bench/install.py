@@ -1,0 +1,134 @@
+"""Benchmark: what verl-setup adds on top of uv, for install and lock, with a warm uv cache.
+
+Compares `verl-setup install` of the planned row (the `cpu` row on a machine without a GPU)
+with raw `uv venv` + `uv pip install` of the same pins into the same interpreter, and
+`verl-setup lock` with raw `uv pip compile --generate-hashes` of the same inputs. Runs
+alternate, after one warm-up of each (which fills uv's cache). Needs the package index.
+
+Usage: python bench/install.py [--runs N] [--json] [--with-import]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from verl_setup.host.pythons import detect_pythons
+from verl_setup.install import choose_python
+from verl_setup.planning import make_plan
+from verl_setup.target import Request
+from verl_setup.uv import compile_command, find_uv, install_command, venv_command, write_inputs
+
+VERL_SETUP = [sys.executable, "-m", "verl_setup"]
+ENV = {**os.environ, "UV_PYTHON_DOWNLOADS": "never"}
+
+
+def sh(argv: list[str], cwd: Path | None = None) -> None:
+    """Run one command; a failure stops the benchmark."""
+    done = subprocess.run(argv, capture_output=True, text=True, env=ENV, cwd=cwd, check=False, timeout=3600)
+    if done.returncode != 0:
+        sys.exit(f"failed: {' '.join(argv)}\n{done.stderr[-2000:]}")
+
+
+def timed(action: Callable[[], None]) -> float:
+    start = time.perf_counter()
+    action()
+    return time.perf_counter() - start
+
+
+def main() -> int:
+    """Print median, min and max seconds per variant, and verl-setup's overhead."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--json", action="store_true")
+    parser.add_argument("--with-import", action="store_true", help="also time install with `import verl`")
+    args = parser.parse_args()
+
+    plan = make_plan(Request(), None, ENV)
+    uv = find_uv()
+    pythons = detect_pythons(ENV.get("PATH", ""), Path.home(), ENV)
+    interpreter = choose_python(plan.python, pythons, allow_downloads=False).request
+    work = Path(tempfile.mkdtemp(prefix="verl-setup-bench-"))  # same filesystem as uv's cache, usually
+    inputs = work / "inputs"
+    requirements, overrides = write_inputs(plan.row, inputs)
+
+    def ours(name: str, *extra: str) -> Callable[[], None]:
+        return lambda: sh([*VERL_SETUP, "install", "--prefix", str(work / name), *extra])
+
+    def raw(name: str) -> Callable[[], None]:
+        venv = work / name
+
+        def run() -> None:
+            shutil.rmtree(venv, ignore_errors=True)
+            sh(venv_command(uv, path=venv, python=interpreter))
+            sh(install_command(uv, python_exe=venv / "bin" / "python", requirements=requirements,
+                               overrides=overrides, index_url=plan.index_url))  # fmt: skip
+
+        return run
+
+    lock_argv = compile_command(
+        uv,
+        row=plan.row,
+        matrix=plan.matrix,
+        python=plan.python,
+        requirements=Path("requirements.in"),
+        overrides=None if overrides is None else Path(overrides.name),
+        hashes=True,
+    )
+    variants: dict[str, Callable[[], None]] = {
+        "uv venv + uv pip install (raw)": raw("raw"),
+        "verl-setup install --no-import": ours("ours", "--no-import"),
+        "uv pip compile --generate-hashes (raw)": lambda: sh(lock_argv, cwd=inputs),
+        "verl-setup lock": lambda: sh([*VERL_SETUP, "lock", "--out", str(work / "verl.lock")]),
+    }
+    if args.with_import:
+        variants["verl-setup install (with import verl)"] = ours("ours-import")
+    try:
+        for action in variants.values():  # warm-up: fills uv's cache, first install into each prefix
+            action()
+        times: dict[str, list[float]] = {name: [] for name in variants}
+        for _ in range(args.runs):
+            for name, action in variants.items():
+                times[name].append(timed(action))
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    stats = {
+        name: {
+            "median_s": round(statistics.median(t), 2),
+            "min_s": round(min(t), 2),
+            "max_s": round(max(t), 2),
+        }
+        for name, t in times.items()
+    }
+    median = {name: s["median_s"] for name, s in stats.items()}
+    overhead = {
+        "install": round(
+            median["verl-setup install --no-import"] - median["uv venv + uv pip install (raw)"], 2
+        ),
+        "lock": round(median["verl-setup lock"] - median["uv pip compile --generate-hashes (raw)"], 2),
+    }
+    if args.json:
+        print(
+            json.dumps(
+                {"row": plan.row.id, "runs": args.runs, "results": stats, "overhead_s": overhead}, indent=2
+            )
+        )
+        return 0
+    print(f"row {plan.row.id}, Python {interpreter}, {args.runs} runs each (warm uv cache)")
+    for name, s in stats.items():
+        print(f"{name:<40} {s['median_s']:>7.2f}s  (min {s['min_s']:.2f}s, max {s['max_s']:.2f}s)")
+    print(f"verl-setup overhead (median): install {overhead['install']:+.2f}s, lock {overhead['lock']:+.2f}s")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,106 @@
+"""`verl-setup lock` with real uv: deterministic, hashed, installed exactly, tampering refused."""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from pathlib import Path
+
+import pytest
+
+from tests.integration.test_install import TINY_MATRIX, cli, install, installed_row, leftovers
+from verl_setup.lock import read_lock
+
+pytestmark = [pytest.mark.network, pytest.mark.slow]
+
+
+def lock(out: Path, *flags: str, matrix: Path | None = TINY_MATRIX) -> str:
+    """Write a lock and return its text."""
+    argv = ["lock", "--out", str(out), *flags] + (["--matrix", str(matrix)] if matrix else [])
+    result = cli(*argv, timeout=900)
+    assert result.returncode == 0, result.stderr
+    return out.read_text()
+
+
+def test_lock_is_deterministic_and_names_row_matrix_and_uv(tmp_path: Path) -> None:
+    first = lock(tmp_path / "a.lock", "--verl", "0.0.1")
+    second = lock(tmp_path / "b.lock", "--verl", "0.0.1")
+    assert first == second
+    parsed = read_lock(tmp_path / "a.lock")
+    assert parsed.fields["row"] == "tiny-old"
+    assert parsed.fields["matrix"] == "verl.yaml"
+    assert parsed.fields["matrix-sha256"] == hashlib.sha256(TINY_MATRIX.read_bytes()).hexdigest()
+    assert re.fullmatch(r"\d+\.\d+\.\d+", parsed.fields["uv"])
+    assert parsed.fields["platform"] == "x86_64-manylinux_2_28"
+    assert {(p.name, p.version) for p in parsed.pins} == {
+        ("verl", "0.0.1+tiny"),
+        ("torch", "0.0.1+tiny"),
+        ("six", "1.16.0"),
+        ("idna", "3.7"),
+    }
+    assert all(line.count("--hash=sha256:") <= 1 for line in first.splitlines())
+    assert "# via -r requirements.in" in first  # the same on every machine: no temp paths
+
+
+def test_install_lock_installs_exactly_the_lock(tmp_path: Path) -> None:
+    lock_file = tmp_path / "verl.lock"
+    lock(lock_file, "--verl", "0.0.1")
+    prefix = tmp_path / "env"
+    # This machine's plan would pick tiny-new; the lock decides what gets installed.
+    result = install(prefix, "--lock", str(lock_file))
+    assert result.returncode == 0, result.stderr
+    assert "the lock is for row tiny-old" in result.stderr
+    assert installed_row(prefix) == "tiny-old"
+    verified = cli("verify", "--prefix", str(prefix), "--lock", str(lock_file), "--no-import")
+    assert verified.returncode == 0, verified.stdout
+    assert "4 of 4 expected distributions match" in verified.stdout
+
+
+def tamper(text: str, package: str) -> str:
+    """Flip the last hex digit of `package`'s first hash."""
+    m = re.search(rf"^{re.escape(package)}==\S+ \\\n    --hash=sha256:([0-9a-f]{{64}})", text, re.M)
+    assert m is not None
+    digest = m[1]
+    return text.replace(digest, digest[:-1] + ("0" if digest[-1] != "0" else "1"))
+
+
+def test_a_lock_with_one_altered_hash_is_refused_and_the_old_env_kept(tmp_path: Path) -> None:
+    good = tmp_path / "verl.lock"
+    text = lock(good, "--verl", "0.0.1")
+    prefix = tmp_path / "project" / "env"
+    assert install(prefix).returncode == 0  # tiny-new, the env a bad lock must not harm
+
+    edited = tmp_path / "edited.lock"
+    edited.write_text(tamper(text, "torch"))
+    result = install(prefix, "--lock", str(edited))
+    assert result.returncode == 4
+    assert result.stderr.splitlines()[-1] == (
+        f"verl-setup: error: {edited} was changed after `verl-setup lock` wrote it (its body no longer "
+        "matches body-sha256); regenerate it rather than editing it"
+    )
+
+    # Someone who also fixes up body-sha256 meets uv's own hash check.
+    forged = tmp_path / "forged.lock"
+    header, body = tamper(text, "torch").split("# body-sha256: ")
+    body = body.split("\n", 1)[1]
+    forged.write_text(f"{header}# body-sha256: {hashlib.sha256(body.encode()).hexdigest()}\n{body}")
+    result = install(prefix, "--lock", str(forged))
+    assert result.returncode == 4
+    last = result.stderr.splitlines()[-1]
+    assert last.startswith("verl-setup: error: uv refused the lock: ")
+    assert "Hash mismatch for `torch==0.0.1+tiny`" in last
+    assert installed_row(prefix) == "tiny-new"
+    assert leftovers(prefix) == []
+
+
+def test_the_cpu_row_locks_identically_twice_for_its_target_python(tmp_path: Path) -> None:
+    first = lock(tmp_path / "a.lock", "--no-gpu", matrix=None)
+    second = lock(tmp_path / "b.lock", "--no-gpu", matrix=None)
+    assert first == second
+    parsed = read_lock(tmp_path / "a.lock")
+    assert parsed.row_id == "cpu"
+    assert parsed.python == "3.12.3"
+    pins = {p.name: p.version for p in parsed.pins}
+    assert pins["verl"] == "0.9.1"
+    assert pins["torch"] == "2.11.0"
+    assert len(pins) > 50

@@ -1,0 +1,80 @@
+"""The lock file format: header, body checksum, pins and markers, one-line errors."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from verl_setup.errors import BadInputError, InstallError
+from verl_setup.lock import parse, render, uv_error
+
+FIELDS = {
+    "row": "cpu",
+    "row-sha256": "ab" * 32,
+    "matrix": "verl.yaml",
+    "matrix-sha256": "cd" * 32,
+    "python": "3.12.3",
+    "platform": "x86_64-manylinux_2_28",
+    "index-url": "default",
+    "uv": "0.13.9",
+}
+BODY = """\
+nvidia-cudnn-cu13==9.13.0.50 ; platform_machine == 'x86_64' \\
+    --hash=sha256:1111111111111111111111111111111111111111111111111111111111111111
+    # via torch
+Six==1.17.0 \\
+    --hash=sha256:2222222222222222222222222222222222222222222222222222222222222222
+    # via -r requirements.in
+verl[vllm]==0.9.1 \\
+    --hash=sha256:3333333333333333333333333333333333333333333333333333333333333333
+    # via -r requirements.in
+"""
+
+
+def test_a_rendered_lock_reads_back_with_its_fields_and_pins() -> None:
+    lock = parse(render(FIELDS, BODY), Path("verl.lock"))
+    assert lock.row_id == "cpu"
+    assert lock.python == "3.12.3"
+    assert lock.index_url is None
+    assert [(p.name, p.version, p.marker) for p in lock.pins] == [
+        ("nvidia-cudnn-cu13", "9.13.0.50", "platform_machine == 'x86_64'"),
+        ("six", "1.17.0", None),
+        ("verl", "0.9.1", None),
+    ]
+
+
+def test_rendering_is_deterministic_and_has_no_timestamp() -> None:
+    text = render(FIELDS, BODY)
+    assert text == render(dict(FIELDS), BODY)
+    header = [line for line in text.splitlines() if line.startswith("#")][:10]
+    assert not any("202" in line and ":" in line.split(": ", 1)[1] for line in header[1:])
+
+
+def test_one_altered_hash_is_refused_with_exit_4() -> None:
+    text = render(FIELDS, BODY).replace("2222222222222222", "2222222222222223", 1)
+    with pytest.raises(InstallError, match="was changed after `verl-setup lock` wrote it") as caught:
+        parse(text, Path("verl.lock"))
+    assert caught.value.exit_code == 4
+
+
+def test_a_requirements_file_is_not_a_lock() -> None:
+    with pytest.raises(BadInputError, match="not a verl-setup lock"):
+        parse(BODY, Path("requirements.txt"))
+
+
+def test_a_header_missing_a_field_is_bad_input() -> None:
+    text = render(FIELDS, BODY).replace("# uv: 0.13.9\n", "")
+    with pytest.raises(BadInputError, match="lacks uv"):
+        parse(text, Path("verl.lock"))
+
+
+def test_uv_errors_become_one_line() -> None:
+    stderr = (
+        "Using Python 3.11.7 environment at: v2\n"
+        "Resolved 4 packages in 62ms\n"
+        "error: Failed to download `torch==0.0.1+tiny`\n"
+        "  cause: Hash mismatch for `torch==0.0.1+tiny`\n\n"
+        "         Expected:\n           sha256:5bfd\n"
+    )
+    assert uv_error(stderr) == "Failed to download `torch==0.0.1+tiny`: Hash mismatch for `torch==0.0.1+tiny`"
