@@ -38,41 +38,7 @@ def run(
     cwd: str | None = None,
 ) -> Completed:
     """Run argv to completion within `timeout` seconds; raise ProgramError if it cannot."""
-    exe = argv[0] if os.sep in argv[0] else shutil.which(argv[0])
-    if exe is None:
-        raise ProgramError(f"{argv[0]}: not found on PATH")
-    full = (exe, *argv[1:])
-    log.debug("run %s (timeout %.1fs)", full, timeout)
-    try:
-        # A new session lets a timeout kill the whole group: a hung nvidia-smi may have children
-        # that keep the pipes open, and subprocess.run would then wait on them forever.
-        proc = subprocess.Popen(
-            full,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            stdin=subprocess.DEVNULL,
-            text=True,
-            errors="replace",
-            env=None if env is None else dict(env),
-            cwd=cwd,
-            start_new_session=True,
-        )
-    except OSError as exc:
-        raise ProgramError(f"{argv[0]}: {exc.strerror or exc}") from exc
-    try:
-        stdout, stderr = proc.communicate(timeout=timeout)
-    except subprocess.TimeoutExpired as exc:
-        _kill_group(proc)
-        raise ProgramError(f"{argv[0]}: no answer within {timeout:g}s") from exc
-    return Completed(argv=full, returncode=proc.returncode, stdout=stdout, stderr=stderr)
-
-
-def _kill_group(proc: subprocess.Popen[str]) -> None:
-    with contextlib.suppress(ProcessLookupError):
-        os.killpg(proc.pid, signal.SIGKILL)
-    proc.kill()
-    # Do not wait on the pipes: a grandchild that escaped the group could hold them forever.
-    proc.wait(timeout=5)
+    return _execute(argv, timeout=timeout, env=env, cwd=cwd, passthrough=False, tied=False)
 
 
 def stream(
@@ -88,12 +54,26 @@ def stream(
     With `passthrough`, the child's stderr is ours (uv draws its progress bars on a terminal)
     and Completed.stderr is empty.
     """
+    return _execute(argv, timeout=timeout, env=env, cwd=cwd, passthrough=passthrough, tied=True)
+
+
+def _execute(
+    argv: Sequence[str],
+    *,
+    timeout: float,
+    env: Mapping[str, str] | None,
+    cwd: str | None,
+    passthrough: bool,
+    tied: bool,
+) -> Completed:
     exe = argv[0] if os.sep in argv[0] else shutil.which(argv[0])
     if exe is None:
         raise ProgramError(f"{argv[0]}: not found on PATH")
     full = (exe, *argv[1:])
-    log.debug("stream %s (timeout %.1fs)", full, timeout)
+    log.debug("run %s (timeout %.1fs)", full, timeout)
     try:
+        # A new session lets a timeout kill the whole group: a hung nvidia-smi may have children
+        # that keep the pipes open, and subprocess.run would then wait on them forever.
         proc = subprocess.Popen(
             full,
             stdout=subprocess.PIPE,
@@ -105,8 +85,9 @@ def stream(
             cwd=cwd,
             start_new_session=True,
             # A killed parent must not leave uv writing into a staging dir that the next run
-            # deletes; the kernel delivers SIGKILL to the child when we die.
-            preexec_fn=_tie_to_parent(_prctl()),  # noqa: PLW1509  # only prctl, no locks taken
+            # deletes; the kernel delivers SIGKILL to the child when we die. (preexec_fn forces
+            # a plain fork, so the quick probes skip it.)
+            preexec_fn=_tie_to_parent(_prctl()) if tied else None,  # noqa: PLW1509  # only prctl
         )
     except OSError as exc:
         raise ProgramError(f"{argv[0]}: {exc.strerror or exc}") from exc
@@ -120,6 +101,14 @@ def stream(
         _kill_group(proc)
         raise
     return Completed(argv=full, returncode=proc.returncode, stdout=stdout, stderr=stderr or "")
+
+
+def _kill_group(proc: subprocess.Popen[str]) -> None:
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(proc.pid, signal.SIGKILL)
+    proc.kill()
+    # Do not wait on the pipes: a grandchild that escaped the group could hold them forever.
+    proc.wait(timeout=5)
 
 
 _PR_SET_PDEATHSIG = 1
