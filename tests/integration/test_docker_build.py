@@ -14,7 +14,7 @@ from tests.conftest import run_cli
 from tests.integration.docker_engine import base_image, start_dockerd
 from verl_setup.matrix.load import default_matrix_path, load_matrix
 
-pytestmark = [pytest.mark.network, pytest.mark.slow, pytest.mark.docker]
+pytestmark = [pytest.mark.network, pytest.mark.slow, pytest.mark.docker, pytest.mark.serial]
 HOST_CA = Path("/etc/ssl/certs/ca-certificates.crt")
 
 

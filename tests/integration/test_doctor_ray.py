@@ -32,7 +32,7 @@ from verl_setup.doctor import rayprobe
 from verl_setup.host.detect import detect
 from verl_setup.uv import find_uv
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.serial]
 
 RAY = Path(sys.executable).parent / "ray"
 _STARTED: dict[int, subprocess.Popen[bytes]] = {}  # heads this process started, to reap them

@@ -225,6 +225,7 @@ def verify_ray(timeout: float = 90) -> subprocess.CompletedProcess[str]:
     )  # fmt: skip
 
 
+@pytest.mark.serial
 def test_cluster_verify_reports_a_node_whose_packages_differ(cluster: Cluster) -> None:
     from importlib.metadata import version  # noqa: PLC0415
 
