@@ -177,8 +177,14 @@ def heads() -> Iterator[tuple[Head, Head]]:
                     start_head(6400, keep_loopback=True, dashboard=8400, gpus=2),
                     start_head(6430, keep_loopback=False, dashboard=None, gpus=0),
                 )
-                for head in started:
-                    wait_ready(head)
+                try:
+                    for head in started:
+                        wait_ready(head)
+                except BaseException:
+                    for head in started:  # never leave a head running on a failed start
+                        stop_head(head)
+                    shutil.rmtree(state, ignore_errors=True)
+                    raise
                 record.write_text(json.dumps([{**vars(h), "temp": str(h.temp)} for h in started]))
             users.write_text(str(int(users.read_text() if users.exists() else "0") + 1))
             healthy, trap = (Head(**{**h, "temp": Path(h["temp"])}) for h in json.loads(record.read_text()))
