@@ -125,12 +125,24 @@ def stop_head(head: Head) -> None:
         more = {p for p, (_, ppid) in _procs().items() if ppid in pids} - pids
         grew = bool(more)
         pids |= more
+    pids |= _mentioning(str(head.temp))  # daemons that left the group still name the temp dir
     for pid in pids:
         with contextlib.suppress(ProcessLookupError):
             os.kill(pid, signal.SIGKILL)
     if group in _STARTED:  # reap it when this worker started it
         _STARTED.pop(group).wait(timeout=10)
     shutil.rmtree(head.temp, ignore_errors=True)
+
+
+def _mentioning(text: str) -> set[int]:
+    """PIDs whose command line contains `text`."""
+    found = set()
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            with contextlib.suppress(OSError):
+                if text in (entry / "cmdline").read_bytes().decode(errors="replace"):
+                    found.add(int(entry.name))
+    return found
 
 
 def _procs() -> dict[int, tuple[int, int]]:
