@@ -273,6 +273,7 @@ def _add_docker(sub: Any) -> None:
         "--out", type=Path, metavar="DIR", help="keep the build context here (default: a temp dir)"
     )
     b.add_argument("--push", action="store_true", help="push the verified image")
+    b.add_argument("--force", action="store_true", help="overwrite changed files in --out")
     b.add_argument("--network", metavar="MODE", help="network mode for RUN steps (e.g. host)")
     b.add_argument("--print-context", action="store_true", help="list what would be sent, build nothing")
     b.add_argument("--json", action="store_true", help="machine-readable result")

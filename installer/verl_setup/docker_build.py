@@ -14,9 +14,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
 
-from verl_setup.errors import CheckFailedError, InstallError
+from verl_setup.errors import BadInputError, CheckFailedError, InstallError
 from verl_setup.matrix.select import Plan
-from verl_setup.render import RenderedFile, RenderOptions, render, write
+from verl_setup.render import RenderedFile, RenderOptions, compare, render, write
 
 # Run inside the image: compare installed versions with the pins (metadata only, fast).
 VERIFY = (
@@ -184,17 +184,24 @@ def run(args: Any, plan: Plan, options: RenderOptions, out: TextIO) -> int:
             out.write(f"{total:>10}  bytes in {len(entries)} files (no .git, no caches, no weights)\n")
         return 0
     if not args.tag:
-        from verl_setup.errors import BadInputError  # noqa: PLC0415
-
         raise BadInputError("--tag is required to build")
+    if options.buildkit:
+        # The Docker SDK drives the classic builder, which rejects RUN --mount.
+        raise BadInputError(
+            "--buildkit Dockerfiles need BuildKit (`docker buildx build`); render one with "
+            "`verl-setup render docker --buildkit`, or build without --buildkit here"
+        )
     engine = client()
     with tempfile.TemporaryDirectory(prefix="verl-setup-ctx-") as tmp:
         context = args.out or Path(tmp)
-        fresh = [
-            RenderedFile(name=f.name, content=f.content, executable=f.executable, status="overwrite")
-            for f in files
-        ]
-        write(fresh, context)
+        marked = compare(files, context, force=args.force)
+        changed = [f.name for f in marked if f.status == "changed"]
+        if changed:
+            raise BadInputError(
+                f"{', '.join(changed)} in {context} differ from what would be rendered; "
+                "nothing was built. --force overwrites"
+            )
+        write(marked, context)
         sys.stderr.write(f"verl-setup: building {args.tag} from {context} (row {plan.row.id})\n")
         image_id, log, seconds = build(
             engine, context, args.tag, network=args.network, build_args={}, progress=sys.stderr
@@ -204,6 +211,7 @@ def run(args: Any, plan: Plan, options: RenderOptions, out: TextIO) -> int:
     if checked["mismatches"]:
         raise CheckFailedError(f"{args.tag}: pins not satisfied inside the image: {checked['mismatches']}")
     label_verified(engine, args.tag, plan.row.id, checked["python"])
+    image_id = str(engine.images.get(args.tag).id)  # the label step made a new image
     if args.push:
         _push(engine, args.tag)
     report = {

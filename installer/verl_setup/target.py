@@ -113,10 +113,12 @@ def build_target(
             return env[env_name], f"env {env_name}"
         return None, ""
 
-    no_gpu = request.no_gpu or env.get("VERL_SETUP_NO_GPU", "") in {"1", "true", "yes"}
+    env_no_gpu = env.get("VERL_SETUP_NO_GPU", "").strip().lower() in {"1", "true", "yes"}
+    no_gpu = request.no_gpu or env_no_gpu
+    no_gpu_source = "flag --no-gpu" if request.no_gpu else "env VERL_SETUP_NO_GPU"
     driver_text, driver_source = pick(request.driver, "--driver", "VERL_SETUP_DRIVER")
     if no_gpu:
-        driver = Fact[DriverVersion | None](None, "flag --no-gpu")
+        driver = Fact[DriverVersion | None](None, no_gpu_source)
     elif driver_text is not None:
         driver = Fact(DriverVersion.parse(driver_text), driver_source)
     elif host is not None and host.nvidia is not None:
@@ -124,7 +126,14 @@ def build_target(
     else:
         driver = Fact(None, f"{host_source} (no NVIDIA driver)" if host else "not given")
 
-    gpus = _gpus(request, env=env, rules=rules, host=host, host_source=host_source, no_gpu=no_gpu)
+    gpus = _gpus(
+        request,
+        env=env,
+        rules=rules,
+        host=host,
+        host_source=host_source,
+        no_gpu=no_gpu_source if no_gpu else None,
+    )
     count_text, count_source = pick(
         None if request.gpu_count is None else str(request.gpu_count),
         "--gpu-count",
@@ -205,11 +214,12 @@ def _gpus(
     rules: CudaRules,
     host: HostFacts | None,
     host_source: str,
-    no_gpu: bool,
+    no_gpu: str | None,
 ) -> Fact[tuple[GpuSpec, ...]]:
     if no_gpu:
-        return Fact((), "flag --no-gpu")
+        return Fact((), no_gpu)
     sm_text = request.sm or env.get("VERL_SETUP_SM") or None
+    sm_source = "flag --sm" if request.sm else "env VERL_SETUP_SM"
     sm = None
     if sm_text:
         major, minor = parse_minor(sm_text, "compute capability")
@@ -231,7 +241,7 @@ def _gpus(
         count = max(1, len(host.gpus) if host else 1)
         return Fact(
             tuple(GpuSpec(name=f"sm {sm}", compute_capability=sm) for _ in range(count)),
-            "flag --sm",
+            sm_source,
         )
     if host is None:
         return Fact((), "not given")

@@ -288,3 +288,28 @@ def test_ca_bundle_travels_into_the_build_context(tmp_path: Path) -> None:
     )
     assert missing.code == 2
     assert "cannot read --ca-bundle" in missing.err
+
+
+def test_ray_worker_adds_the_heads_port_to_a_bare_address(tmp_path: Path) -> None:
+    (scenario,) = [s for s in SCENARIOS if s.name == "cpu"]
+    worker = {f.name: f.content for f in render_scenario(scenario, ("ray",))}["ray-worker.sh"]
+    # Run only the address handling: everything before `ray start`.
+    prologue = worker.split('args=(--address="$HEAD"')[0]
+    script = tmp_path / "w.sh"
+    script.write_text(prologue + 'printf "%s\\n" "$HEAD"\n')
+    for given, expected in (("10.0.0.7", "10.0.0.7:6379"), ("10.0.0.7:7000", "10.0.0.7:7000")):
+        out = subprocess.run(["bash", str(script), given], capture_output=True, text=True, check=True)
+        assert out.stdout.strip() == expected
+
+
+def test_sbatch_asks_for_gpus_only_when_there_are_some() -> None:
+    (cpu,) = [s for s in SCENARIOS if s.name == "cpu"]
+    (h200,) = [s for s in SCENARIOS if s.name == "h200-drv580-py312-vllm"]
+    assert "--gpus-per-node" not in render_scenario(cpu, ("slurm",))[0].content.split("set -euo")[0]
+    assert "#SBATCH --gpus-per-node=8" in render_scenario(h200, ("slurm",))[0].content
+
+
+def test_docker_build_refuses_buildkit_before_needing_an_engine() -> None:
+    result = run_cli("docker", "build", "--no-gpu", "--tag", "x:y", "--buildkit")
+    assert result.code == 2
+    assert "--buildkit Dockerfiles need BuildKit" in result.err

@@ -204,3 +204,13 @@ def test_planning_for_another_machine_never_detects_this_one() -> None:
     assert (env_target.arch.source, env_target.glibc.value) == ("env VERL_SETUP_ARCH", "2.39")
     with pytest.raises(NoCompatibleRowError, match="platform x86_64 needed, host is aarch64"):
         select(env_target, MATRIX)
+
+
+def test_environment_no_gpu_and_sm_report_their_own_source() -> None:
+    facts = host(driver="580.95.05", gpus=H100)
+    plan = plan_for(facts, {"VERL_SETUP_NO_GPU": "True"})
+    assert plan.row.id == "cpu"
+    assert plan.target.gpus.source == "env VERL_SETUP_NO_GPU"
+    assert plan.target.driver.source == "env VERL_SETUP_NO_GPU"
+    sm = plan_for(facts, {"VERL_SETUP_SM": "9.0"})
+    assert sm.target.gpus.source == "env VERL_SETUP_SM"

@@ -7,7 +7,11 @@ here=$(cd "$(dirname "$0")" && pwd)
 # shellcheck source=/dev/null
 [ -f "$here/env.sh" ] && source "$here/env.sh"
 
-HEAD=${1:-${VERL_HEAD_IP:-127.0.0.1}:${VERL_RAY_PORT:-6379}}
+HEAD=${1:-${VERL_HEAD_IP:-127.0.0.1}}
+case "$HEAD" in
+  *:*) ;;
+  *) HEAD="$HEAD:${VERL_RAY_PORT:-6379}" ;;  # a bare address gets the head's port
+esac
 NODE_IP=${VERL_NODE_IP:-}
 NUM_GPUS=${VERL_NUM_GPUS:-1}
 PYTHON=${VERL_PYTHON:-python3}

@@ -42,12 +42,17 @@ if [ -n "$CA_BUNDLE" ]; then
   export SSL_CERT_FILE="$CA_BUNDLE" PIP_CERT="$CA_BUNDLE" UV_NATIVE_TLS=1
 fi
 
-# 1. uv (from the package index through pip; never a piped installer script).
+# 1. uv (from the package index through pip, into a venv of its own: system pips refuse
+#    (PEP 668) and `--user` fails inside a venv; never a piped installer script).
 UV=$(command -v uv || true)
 if [ -z "$UV" ]; then
-  say "installing uv 0.13.9 with pip"
-  run python3 -m pip install --user --quiet uv==0.13.9
-  UV="$HOME/.local/bin/uv"
+  UV_HOME="${XDG_DATA_HOME:-$HOME/.local/share}/verl-setup/uv"
+  if [ ! -x "$UV_HOME/bin/uv" ]; then
+    say "installing uv 0.13.9 into $UV_HOME"
+    run python3 -m venv "$UV_HOME"
+    run "$UV_HOME/bin/python" -m pip install --quiet uv==0.13.9
+  fi
+  UV="$UV_HOME/bin/uv"
 fi
 
 # 2. Python 3.12.3 exactly: the given interpreter, pyenv's, or one uv finds or downloads.
