@@ -4,7 +4,9 @@ image, and label the verified image."""
 
 from __future__ import annotations
 
+import dataclasses
 import io
+import json
 import re
 import sys
 import tempfile
@@ -65,7 +67,7 @@ class BuildLog:
 
 def context_files(plan: Plan, options: RenderOptions) -> list[RenderedFile]:
     """The files of the build context: the docker target, nothing else."""
-    return render(plan, RenderOptions(**{**options.__dict__, "targets": ("docker",)}))
+    return render(plan, dataclasses.replace(options, targets=("docker",)))
 
 
 def describe_context(files: list[RenderedFile]) -> list[ContextEntry]:
@@ -146,8 +148,6 @@ def _fail_step(log: BuildLog, error: str) -> None:
 
 def verify_in_image(engine: Any, tag: str, pins: list[str]) -> dict[str, Any]:
     """Run the pin check inside the image with its own Python."""
-    import json  # noqa: PLC0415
-
     try:
         output = engine.containers.run(tag, ["python", "-c", VERIFY, *pins], remove=True, network_mode="none")
     except Exception as exc:  # ContainerError, ImageNotFound, APIError
@@ -169,8 +169,6 @@ def label_verified(engine: Any, tag: str, row_id: str, python: str) -> None:
 
 def run(args: Any, plan: Plan, options: RenderOptions, out: TextIO) -> int:
     """The whole command: context, build, verify, label, optionally push."""
-    import json  # noqa: PLC0415
-
     files = context_files(plan, options)
     if args.print_context:
         entries = describe_context(files)

@@ -202,7 +202,11 @@ def prepare(args: Any, env: Mapping[str, str], progress: Progress) -> Job:
     prefix = prefix.resolve() if prefix.is_symlink() else prefix
     check_prefix(prefix)
     uv = find_uv()
-    found = detect_pythons(env.get("PATH", os.defpath), Path(env.get("HOME") or Path.home()), dict(env))
+    found = (  # planning already detected this machine's interpreters, unless it read a host file
+        plan.target.host_pythons
+        if plan.target.local
+        else detect_pythons(env.get("PATH", os.defpath), Path(env.get("HOME") or Path.home()), dict(env))
+    )
     choice = choose_python(wanted, found, allow_downloads=args.allow_python_downloads)
     progress.step("python", f"{choice.version} from {choice.source} ({choice.request})")
     if choice.warning:

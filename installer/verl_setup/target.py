@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any, Generic, Literal, TypeVar
 
 from verl_setup.errors import BadInputError
-from verl_setup.host.facts import HostFacts
+from verl_setup.host.facts import HostFacts, PythonInterpreter
 from verl_setup.matrix.cuda import CudaRules
 from verl_setup.versions import DriverVersion, fmt, parse_minor, parse_python
 
@@ -65,7 +65,10 @@ class Target:
     verl: Fact[str | None]
     engine: Fact[str | None]
     policy: Fact[Policy]
-    host_pythons: tuple[str, ...] = field(default=())
+    # The target's interpreters; `local` says they were detected on this very machine, so an
+    # install can use them without detecting again (a host file's paths belong to another one).
+    host_pythons: tuple[PythonInterpreter, ...] = field(default=())
+    local: bool = False
     # CUDA toolkits on the target as (path, version): rendering points CUDA_HOME at a match.
     cuda_toolkits: tuple[tuple[str, str], ...] = field(default=())
 
@@ -169,7 +172,8 @@ def build_target(
         verl=Fact(verl_text, verl_source or "not requested"),
         engine=Fact(engine_text, engine_source or "not requested"),
         policy=policy,
-        host_pythons=tuple(p.version for p in host.pythons) if host else (),
+        host_pythons=host.pythons if host else (),
+        local=host_source == "detected",
         cuda_toolkits=tuple((t.path, t.version) for t in host.cuda_toolkits if t.version) if host else (),
     )
 

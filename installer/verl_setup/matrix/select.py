@@ -248,7 +248,10 @@ def _python_for(row: Row, target: Target) -> tuple[str, list[str]]:
         return fmt(wanted), warnings
     if fmt(wanted) == ".".join(row.python.recommended.split(".")[:2]):
         return row.python.recommended, []
-    on_host = sorted((v for v in target.host_pythons if v.startswith(fmt(wanted) + ".")), key=_version_tuple)
+    on_host = sorted(
+        (p.version for p in target.host_pythons if p.version.startswith(fmt(wanted) + ".")),
+        key=_version_tuple,
+    )
     if on_host:
         return on_host[-1], [f"Python {fmt(wanted)} pinned to {on_host[-1]}, the newest found on this host"]
     return fmt(wanted), [
