@@ -56,7 +56,7 @@ def main() -> int:
     plan = make_plan(Request(), None, ENV)
     uv = find_uv()
     pythons = detect_pythons(ENV.get("PATH", ""), Path.home(), ENV)
-    interpreter = choose_python(plan.python, pythons, allow_downloads=False).request
+    interpreter = choose_python(plan.python, pythons, downloads=False).request
     work = Path(tempfile.mkdtemp(prefix="verl-setup-bench-"))  # same filesystem as uv's cache, usually
     inputs = work / "inputs"
     requirements, overrides = write_inputs(plan.row, inputs)

@@ -32,6 +32,18 @@ def add_plan_flags(p: argparse.ArgumentParser) -> None:
     )
 
 
+def add_recipe_flags(p: argparse.ArgumentParser) -> None:
+    """How packages built against torch get in: a prebuilt wheel by default, else one of these."""
+    g = p.add_argument_group("flash-attn (by default a prebuilt wheel matching torch, else a refusal)")
+    g.add_argument(
+        "--build-flash-attn", action="store_true", help="compile it after torch (needs nvcc; an hour or more)"
+    )
+    g.add_argument(
+        "--without", action="append", choices=("flash-attn",), default=[], metavar="flash-attn",
+        help="leave it out (the message says what verl then needs)",
+    )  # fmt: skip
+
+
 def _plan(args: argparse.Namespace) -> Any:
     from verl_setup.planning import plan_from_args  # noqa: PLC0415  # lazy: keeps --help fast
 
@@ -177,6 +189,7 @@ def _add_artifact_flags(p: argparse.ArgumentParser) -> None:
     g.add_argument("--dashboard-port", type=int, default=8265, metavar="PORT")
     g.add_argument("--venv", default=".venv", metavar="PATH", help="venv path in setup-venv.sh")
     g.add_argument("--namespace", default="default", metavar="NS", help="Kubernetes namespace")
+    add_recipe_flags(p)
 
 
 def _run_render(args: argparse.Namespace) -> int:
@@ -191,10 +204,16 @@ def _add_install(sub: Any) -> None:
     p.add_argument("--lock", type=Path, metavar="FILE", help="install exactly this lock (hashes enforced)")
     p.add_argument("--dry-run", action="store_true", help="print the exact uv commands, change nothing")
     p.add_argument("--json", action="store_true", help="machine-readable result (schema 1)")
-    p.add_argument("--allow-python-downloads", action="store_true", help="let uv download the exact Python")
+    p.add_argument(
+        "--no-python-downloads", action="store_true",
+        help="never let uv download the exact Python (then the same minor found here, with a warning)",
+    )  # fmt: skip
     p.add_argument("--wait", type=float, default=600.0, metavar="S", help="wait for another install (600)")
-    p.add_argument("--no-import", action="store_true", help="skip the smoke `import verl`")
-    p.add_argument("--import-timeout", type=float, default=600.0, metavar="S", help="for import verl (600)")
+    p.add_argument("--no-import", action="store_true", help="skip the import probe")
+    p.add_argument(
+        "--import-timeout", type=float, default=900.0, metavar="S", help="for the import probe (900)"
+    )
+    add_recipe_flags(p)
     add_plan_flags(p)
     p.set_defaults(run=_run_install)
 
@@ -209,6 +228,7 @@ def _add_lock(sub: Any) -> None:
     p = sub.add_parser("lock", help="a hashed lock for the row's target Python and platform")
     p.add_argument("--out", type=Path, metavar="FILE", help="write the lock here (default: stdout)")
     p.add_argument("--json", action="store_true", help="describe the written lock (schema 1)")
+    add_recipe_flags(p)
     add_plan_flags(p)
     p.set_defaults(run=_run_lock)
 
@@ -229,8 +249,10 @@ def _add_verify(sub: Any) -> None:
     p.add_argument("--matrix", type=Path, metavar="FILE", help="rows file for --row")
     p.add_argument("--ray", metavar="ADDRESS", help="verify every alive node of this Ray cluster")
     p.add_argument("--timeout", type=float, default=120.0, metavar="S", help="hard limit for --ray (120)")
-    p.add_argument("--no-import", action="store_true", help="skip the smoke `import verl`")
-    p.add_argument("--import-timeout", type=float, default=600.0, metavar="S", help="for import verl (600)")
+    p.add_argument("--no-import", action="store_true", help="skip the import probe")
+    p.add_argument(
+        "--import-timeout", type=float, default=900.0, metavar="S", help="for the import probe (900)"
+    )
     p.add_argument("--json", action="store_true", help="machine-readable report (schema 1)")
     p.set_defaults(run=_run_verify)
 

@@ -18,6 +18,7 @@ from typing import Any, TextIO
 
 from verl_setup.errors import BadInputError, CheckFailedError, InstallError
 from verl_setup.matrix.select import Plan
+from verl_setup.recipe import build_recipe
 from verl_setup.render import RenderedFile, RenderOptions, compare, render, write
 
 # Run inside the image: compare installed versions with the pins (metadata only, fast).
@@ -204,7 +205,9 @@ def run(args: Any, plan: Plan, options: RenderOptions, out: TextIO) -> int:
         image_id, log, seconds = build(
             engine, context, args.tag, network=args.network, build_args={}, progress=sys.stderr
         )
-    pins = [r for r in plan.row.requirements() if not r.startswith("flash-attn==")]
+    pins = list(
+        build_recipe(plan, flash_attn=options.flash_attn, nvcc_version=plan.row.torch.cuda).verify_pins
+    )
     checked = verify_in_image(engine, args.tag, pins)
     if checked["mismatches"]:
         raise CheckFailedError(f"{args.tag}: pins not satisfied inside the image: {checked['mismatches']}")

@@ -8,6 +8,7 @@ the next run to clean. Progress: one line per step on stderr, with the elapsed t
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import errno
 import json
 import os
@@ -22,10 +23,11 @@ from types import FrameType
 from typing import Any, TextIO
 
 from verl_setup import __version__
-from verl_setup.errors import InstallError
+from verl_setup.errors import BadInputError, InstallError, VerlSetupError
 from verl_setup.host.facts import PythonInterpreter
 from verl_setup.lock import Lock, read_lock, uv_error
 from verl_setup.matrix.select import Plan
+from verl_setup.recipe import FlashAttnRequest, Recipe, Step, build_recipe
 from verl_setup.runner import Completed, ProgramError, stream
 from verl_setup.staging import (
     Layout,
@@ -61,38 +63,51 @@ class PythonChoice:
     version: str
     source: str
     warning: str | None = None
+    fallback: PythonChoice | None = None  # used when uv cannot find or download `request`
 
 
-def choose_python(wanted: str, found: Sequence[PythonInterpreter], *, allow_downloads: bool) -> PythonChoice:
-    """The exact version if detected; else uv's managed one if allowed; else the same minor, warned."""
+def choose_python(wanted: str, found: Sequence[PythonInterpreter], *, downloads: bool) -> PythonChoice:
+    """The exact version: detected, else uv's (found or downloaded); the same minor only as a fallback."""
     usable = [p for p in found if p.implementation == "cpython" and p.mismatch is None]
     usable.sort(key=lambda p: SOURCE_ORDER.index(p.source) if p.source in SOURCE_ORDER else len(SOURCE_ORDER))
     exact = [p for p in usable if p.version == wanted]
     if exact:
         return PythonChoice(request=exact[0].path, version=wanted, source=exact[0].source)
     minor = ".".join(wanted.split(".")[:2])
-    if allow_downloads:
-        return PythonChoice(
-            request=wanted, version=wanted, source="uv (a managed Python, downloaded if needed)"
-        )
     same = sorted(
         (p for p in usable if p.version.startswith(minor + ".")),
         key=lambda p: tuple(int(x) for x in p.version.split(".") if x.isdigit()),
     )
+    fallback = None
     if same:
         p = same[-1]
-        warning = None
-        if wanted != minor:
-            warning = (
-                f"Python {wanted} not found; using {p.version} ({p.path}, {p.source}). Run the same exact "
-                f"version on every Ray node, or pass --allow-python-downloads to get {wanted} from uv"
-            )
-        return PythonChoice(request=p.path, version=p.version, source=p.source, warning=warning)
+        why = "uv could not get it" if downloads else "Python downloads are off"
+        fallback = PythonChoice(
+            request=p.path,
+            version=p.version,
+            source=p.source,
+            warning=(
+                f"Python {wanted} not available ({why}); using {p.version} ({p.path}, {p.source}). "
+                f"Ray refuses worker nodes whose Python patch differs from the head's: run {p.version} "
+                "on every node, or install the exact version"
+            ),
+        )
+    if downloads:
+        return PythonChoice(
+            request=wanted,
+            version=wanted,
+            source="uv (found, or downloaded as a managed Python)",
+            fallback=fallback,
+        )
+    if fallback is not None and wanted != minor:
+        return fallback
+    if fallback is not None:
+        return dataclasses.replace(fallback, warning=None)
     exact_name = wanted if wanted != minor else f"{minor}.x"
     raise InstallError(
         f"no Python {minor} found (looked on PATH, in pyenv's versions folder and among uv-managed "
-        f"Pythons): install Python {exact_name} (`uv python install {wanted}` or `pyenv install "
-        f"{exact_name}`), or pass --allow-python-downloads to let uv download it"
+        f"Pythons) and downloads are off: install Python {exact_name} (`uv python install {wanted}` or "
+        f"`pyenv install {exact_name}`), or drop --no-python-downloads to let uv download it"
     )
 
 
@@ -135,31 +150,44 @@ def _sigterm_unwinds() -> Iterator[None]:
         signal.signal(signal.SIGTERM, previous)
 
 
-def uv_commands(
-    uv: str, staging: Path, choice: PythonChoice, plan: Plan, lock: Lock | None
-) -> list[list[str]]:
-    """The exact uv commands an install runs."""
-    from verl_setup.uv import install_command, sync_command, venv_command  # noqa: PLC0415
+@dataclass(frozen=True, kw_only=True)
+class Command:
+    """One uv invocation of an install: its argv, extra environment, and the recipe step it runs."""
 
-    python_exe = staging / "bin" / "python"
-    venv = venv_command(uv, path=staging, python=choice.request)
+    what: str
+    argv: list[str]
+    env: tuple[tuple[str, str], ...] = ()
+    step: Step | None = None
+
+
+def uv_commands(
+    uv: str, staging: Path, choice: PythonChoice, recipe: Recipe, lock: Lock | None
+) -> list[Command]:
+    """The exact uv commands an install runs, in the recipe's order."""
+    from verl_setup.uv import sync_command, venv_command  # noqa: PLC0415
+
+    python_exe = str(staging / "bin" / "python")
+    commands = [Command(what="venv", argv=venv_command(uv, path=staging, python=choice.request))]
+    overrides = str(staging / INPUTS / "overrides.txt")
     if lock is not None:
-        return [
-            venv,
-            sync_command(uv, python_exe=python_exe, lock=lock.path.absolute(), index_url=lock.index_url),
-        ]
-    inputs = staging / INPUTS
-    overrides = inputs / "overrides.txt" if plan.row.overrides else None
-    return [
-        venv,
-        install_command(
-            uv,
-            python_exe=python_exe,
-            requirements=inputs / "requirements.in",
-            overrides=overrides,
-            index_url=plan.index_url,
-        ),
-    ]
+        # Every distribution of a lock is a hashed wheel (flash-attn included, when a prebuilt
+        # wheel exists), so one sync installs them without building anything; a flash-attn that
+        # must be built against torch still comes after it, as in the recipe.
+        commands.append(
+            Command(
+                what="lock",
+                argv=sync_command(
+                    uv, python_exe=Path(python_exe), lock=lock.path.absolute(), index_url=lock.index_url
+                ),
+            )
+        )
+        steps = [s for s in recipe.steps if s.name.startswith("flash-attn") and lock.flash_attn == "build"]
+    else:
+        steps = list(recipe.steps)
+    for step in steps:
+        argv = [uv, "pip", "install", "--python", python_exe, *step.pip_args(overrides)]
+        commands.append(Command(what=step.name, argv=argv, env=step.env, step=step))
+    return commands
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -167,20 +195,71 @@ class Job:
     """Everything an install decided before touching the disk."""
 
     plan: Plan
+    recipe: Recipe
     lock: Lock | None
     wanted: str
     layout: Layout
     choice: PythonChoice
     staging: Path
-    commands: list[list[str]]
+    commands: list[Command]
     uv: str
     uv_env: dict[str, str]
     env: Mapping[str, str]
     import_timeout: float | None
 
 
+def flash_attn_request(args: Any) -> FlashAttnRequest:
+    """--build-flash-attn / --without flash-attn as the recipe's request."""
+    without = set(getattr(args, "without", None) or ())
+    if getattr(args, "build_flash_attn", False) and "flash-attn" in without:
+        raise BadInputError("--build-flash-attn and --without flash-attn contradict each other")
+    if "flash-attn" in without:
+        return "without"
+    return "build" if getattr(args, "build_flash_attn", False) else "auto"
+
+
+def recipe_for(plan: Plan, request: FlashAttnRequest, env: Mapping[str, str]) -> Recipe:
+    """The plan's recipe; a build request measures nvcc, cores and memory first."""
+    if request != "build":
+        return build_recipe(plan, flash_attn=request)
+    return build_recipe(
+        plan,
+        flash_attn=request,
+        nvcc_version=nvcc_version(env),
+        cores=os.cpu_count(),
+        memory_gib=_memory_gib(),
+    )
+
+
+def nvcc_version(env: Mapping[str, str]) -> str | None:
+    """The CUDA release of the nvcc a build would use (CUDA_HOME's, else PATH's), e.g. "13.0"."""
+    import re  # noqa: PLC0415
+    import shutil  # noqa: PLC0415
+
+    from verl_setup.runner import run  # noqa: PLC0415
+
+    home = env.get("CUDA_HOME") or env.get("CUDA_PATH")
+    nvcc = str(Path(home) / "bin" / "nvcc") if home and (Path(home) / "bin" / "nvcc").exists() else None
+    nvcc = nvcc or shutil.which("nvcc", path=env.get("PATH", os.defpath))
+    if nvcc is None:
+        return None
+    try:
+        out = run([nvcc, "--version"], timeout=30, env=env)
+    except ProgramError:
+        return None
+    found = re.search(r"release (\d+\.\d+)", out.stdout)
+    return found[1] if found else None
+
+
+def _memory_gib() -> float | None:
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30
+    except (ValueError, OSError):
+        return None
+
+
 def prepare(args: Any, env: Mapping[str, str], progress: Progress) -> Job:
-    """Plan, check the prefix, choose the interpreter, build the uv commands."""
+    """Plan, make the recipe, check the prefix, choose the interpreter, build the uv commands."""
     from verl_setup.host.pythons import detect_pythons  # noqa: PLC0415
     from verl_setup.planning import plan_from_args  # noqa: PLC0415
     from verl_setup.uv import find_uv, uv_env  # noqa: PLC0415
@@ -195,7 +274,9 @@ def prepare(args: Any, env: Mapping[str, str], progress: Progress) -> Job:
         progress.step("plan", f"lock {lock.path.name}: row {lock.row_id}, Python {lock.python}")
         if lock.row_id != row.id:
             progress.say(f"warning: the lock is for row {lock.row_id}; this machine's plan selects {row.id}")
-    for warning in plan.warnings:
+    request = flash_attn_request(args) if lock is None else lock.flash_attn_request(flash_attn_request(args))
+    recipe = recipe_for(plan, request, env)
+    for warning in (*plan.warnings, *recipe.warnings):
         progress.say(f"warning: {warning}")
     wanted = lock.python if lock else plan.python
     prefix = Path(args.prefix).expanduser().absolute()
@@ -207,7 +288,8 @@ def prepare(args: Any, env: Mapping[str, str], progress: Progress) -> Job:
         if plan.target.local
         else detect_pythons(env.get("PATH", os.defpath), Path(env.get("HOME") or Path.home()), dict(env))
     )
-    choice = choose_python(wanted, found, allow_downloads=args.allow_python_downloads)
+    downloads = not args.no_python_downloads and env.get("UV_PYTHON_DOWNLOADS") not in ("never", "manual")
+    choice = choose_python(wanted, found, downloads=downloads)
     progress.step("python", f"{choice.version} from {choice.source} ({choice.request})")
     if choice.warning:
         progress.say(f"warning: {choice.warning}")
@@ -215,48 +297,93 @@ def prepare(args: Any, env: Mapping[str, str], progress: Progress) -> Job:
     staging = layout.staging(os.getpid())
     return Job(
         plan=plan,
+        recipe=recipe,
         lock=lock,
         wanted=wanted,
         layout=layout,
         choice=choice,
         staging=staging,
-        commands=uv_commands(uv, staging, choice, plan, lock),
+        commands=uv_commands(uv, staging, choice, recipe, lock),
         uv=uv,
-        uv_env=uv_env(python_downloads=args.allow_python_downloads, base=env),
+        uv_env=uv_env(python_downloads=downloads, base=env),
         env=env,
         import_timeout=None if args.no_import else args.import_timeout,
     )
 
 
-def build(job: Job, progress: Progress) -> tuple[dict[str, Any], Report]:
+def build(job: Job, progress: Progress) -> tuple[Job, dict[str, Any], Report]:
     """Create, fill and verify the staging venv, and write its manifest."""
     from verl_setup.uv import write_inputs  # noqa: PLC0415
 
     row, lock, layout = job.plan.row, job.lock, job.layout
-    progress.step("venv", f"creating {job.staging.name} beside {layout.prefix.name}")
-    _run_uv(job.commands[0], what="uv venv", job=job, tty=False, timeout=VENV_TIMEOUT_S)
-    if lock is None:
-        write_inputs(row, job.staging / INPUTS)
-    progress.step("install", f"{'syncing the lock' if lock else 'installing the pins'} with uv")
-    _run_uv(job.commands[1], what="uv pip", job=job, tty=sys.stderr.isatty(), timeout=INSTALL_TIMEOUT_S)
     progress.step(
-        "verify", "installed versions" + ("" if job.import_timeout is None else ", then import verl")
+        "venv", f"creating {job.staging.name} beside {layout.prefix.name} (Python {job.choice.version})"
+    )
+    job = _make_venv(job, progress)
+    write_inputs(row, job.staging / INPUTS)
+    for command in job.commands[1:]:
+        title = command.step.title if command.step else f"syncing {lock.path.name if lock else 'the lock'}"
+        progress.step(command.what, title)
+        if command.what == "flash-attn" and job.recipe.flash_attn and job.recipe.flash_attn.mode == "wheel":
+            _check_abi(job)
+        _run_uv(command, job=job, tty=sys.stderr.isatty(), timeout=INSTALL_TIMEOUT_S)
+    progress.step(
+        "verify", "installed versions" + ("" if job.import_timeout is None else ", then the import probe")
     )
 
     def expected_for(snap: Snapshot) -> Expected:
         if lock is not None:
             return from_lock(lock, snap.markers)
-        return from_requirements(f"row {row.id}", row.requirements())
+        return from_requirements(f"row {row.id}", list(job.recipe.verify_pins))
 
     python = job.staging / "bin" / "python"
-    report = verify_env(python, expected_for, import_timeout=job.import_timeout, env=job.env)
+    report = verify_env(
+        python, expected_for, import_timeout=job.import_timeout, env=job.env, engine=row.engine.name
+    )
     if not report.ok:
         sys.stderr.write(report.text())
         raise InstallError(f"the new environment failed verification: {report.summary()}")
     progress.step("manifest", f"{MANIFEST}: {len(report.snapshot.versions())} distributions")
     record = manifest(job, report)
     (job.staging / MANIFEST).write_text(json.dumps(record, indent=2) + "\n", encoding="utf-8")
-    return record, report
+    return job, record, report
+
+
+def _make_venv(job: Job, progress: Progress) -> Job:
+    """`uv venv`; when uv cannot get the exact Python, the same minor found here, with a warning."""
+    try:
+        _run_uv(job.commands[0], job=job, tty=False, timeout=VENV_TIMEOUT_S)
+    except InstallError as exc:
+        fallback = job.choice.fallback
+        if fallback is None:
+            raise
+        progress.say(f"warning: uv could not provide Python {job.choice.version}: {exc}")
+    else:
+        return job
+    if fallback.warning:
+        progress.say(f"warning: {fallback.warning}")
+    if job.staging.exists():
+        remove_tree(job.staging)
+    job = dataclasses.replace(
+        job, choice=fallback, commands=uv_commands(job.uv, job.staging, fallback, job.recipe, job.lock)
+    )
+    _run_uv(job.commands[0], job=job, tty=False, timeout=VENV_TIMEOUT_S)
+    return job
+
+
+def _check_abi(job: Job) -> None:
+    """The prebuilt flash-attn wheel was chosen for a C++ ABI: the installed torch must have it."""
+    fa = job.recipe.flash_attn
+    code = "import torch; print(int(torch._C._GLIBCXX_USE_CXX11_ABI))"
+    out = stream([str(job.staging / "bin" / "python"), "-c", code], timeout=300, env=job.env)
+    if fa is None or out.returncode != 0:
+        raise InstallError(f"cannot read the installed torch's C++ ABI: {last_line(out.stderr)}")
+    have = out.stdout.strip() == "1"
+    if have != fa.cxx11abi:
+        raise InstallError(
+            f"the installed torch uses C++11 ABI {str(have).upper()}, the flash-attn wheel chosen for it "
+            f"{str(fa.cxx11abi).upper()}: the matrix's cxx11abi_from_torch is wrong for this torch"
+        )
 
 
 def manifest(job: Job, report: Report) -> dict[str, Any]:
@@ -264,6 +391,7 @@ def manifest(job: Job, report: Report) -> dict[str, Any]:
     from verl_setup.uv import uv_version  # noqa: PLC0415
 
     plan, lock, snap, choice = job.plan, job.lock, report.snapshot, job.choice
+    fa = job.recipe.flash_attn
     return {
         "schema": 1,
         "tool": {"verl-setup": __version__, "uv": uv_version(job.uv)},
@@ -282,30 +410,36 @@ def manifest(job: Job, report: Report) -> dict[str, Any]:
             "interpreter": choice.request,
             "source": choice.source,
         },
+        "recipe": [{"step": c.what, "argv": c.argv[1:]} for c in job.commands],
+        "flash_attn": None if fa is None else {"version": fa.version, "mode": fa.mode, "reason": fa.reason},
         "platform": snap.platform,
         "facts": plan.target.facts_json(),
-        "warnings": list(plan.warnings) + ([choice.warning] if choice.warning else []),
+        "warnings": [*plan.warnings, *job.recipe.warnings, *([choice.warning] if choice.warning else [])],
         "distributions": dict(sorted(snap.versions().items())),
+        "import_probe": None if report.probe is None else report.probe.to_json(),
     }
 
 
-def _run_uv(argv: list[str], *, what: str, job: Job, tty: bool, timeout: float) -> Completed:
+def _run_uv(command: Command, *, job: Job, tty: bool, timeout: float) -> Completed:
+    from verl_setup.uv import explain_failure  # noqa: PLC0415
+
+    env = dict(job.uv_env, **dict(command.env))
     try:
-        out = stream(argv, timeout=timeout, env=job.uv_env, passthrough=tty)
+        out = stream(command.argv, timeout=timeout, env=env, passthrough=tty)
     except ProgramError as exc:
-        raise InstallError(f"{what}: {exc}") from exc
+        raise InstallError(f"uv ({command.what}): {exc}") from exc
     if out.returncode == 0:
         return out
     if tty:
-        raise InstallError(f"{what} failed (exit {out.returncode}); uv's messages are above")
+        raise InstallError(f"uv ({command.what}) failed (exit {out.returncode}); uv's messages are above")
     if "No space left on device" in out.stderr:
         raise InstallError(describe_os_error(job.layout, OSError(errno.ENOSPC, "No space left on device")))
-    message = uv_error(out.stderr)
     if "Hash mismatch" in out.stderr:
         raise InstallError(
-            f"uv refused the lock: {message} (the lock was altered, or the index serves another file)"
+            f"uv refused the lock: {uv_error(out.stderr)} "
+            "(the lock was altered, or the index serves another file)"
         )
-    raise InstallError(f"{what} failed: {message}")
+    raise InstallError(f"uv ({command.what}) failed: {explain_failure(out.stderr)}")
 
 
 def _works_at(prefix: Path) -> None:
@@ -321,20 +455,36 @@ def dry_run(job: Job, out: TextIO) -> None:
     row = job.plan.row
     what = f"row {row.id}" if job.lock is None else f"lock {job.lock.path} (row {job.lock.row_id})"
     out.write(f"# install {what} into {job.layout.prefix} (dry run: nothing is changed)\n")
-    if job.lock is None:
-        out.write("".join(f"#   {line}\n" for line in row.requirements()))
-    out.write("".join(shlex.join(c) + "\n" for c in job.commands))
+    for warning in job.recipe.warnings:
+        out.write(f"# warning: {warning}\n")
+    for command in job.commands:
+        env = "".join(f"{k}={shlex.quote(v)} " for k, v in command.env)
+        out.write(f"# {command.what}: {command.step.title if command.step else ''}\n".replace(": \n", "\n"))
+        out.write(env + shlex.join(command.argv) + "\n")
     out.write(f"# then: verify, write {MANIFEST}, swap {job.staging.name} into {job.layout.prefix}\n")
 
 
 def command(args: Any, env: Mapping[str, str], out: TextIO) -> int:
     """`verl-setup install`: see the module docstring."""
-    with _sigterm_unwinds():
-        return _install(args, env, out)
-
-
-def _install(args: Any, env: Mapping[str, str], out: TextIO) -> int:
     progress = Progress()
+    with _sigterm_unwinds():
+        try:
+            return _install(args, env, out, progress)
+        except VerlSetupError as exc:
+            if getattr(args, "json", False):
+                result = {
+                    "schema": 1,
+                    "ok": False,
+                    "error": str(exc),
+                    "exit_code": exc.exit_code,
+                    "seconds": round(time.monotonic() - progress.start, 3),
+                    "steps": progress.steps,
+                }
+                out.write(json.dumps(result, indent=2) + "\n")
+            raise
+
+
+def _install(args: Any, env: Mapping[str, str], out: TextIO, progress: Progress) -> int:
     job = prepare(args, env, progress)
     if args.dry_run:
         dry_run(job, out)
@@ -342,7 +492,7 @@ def _install(args: Any, env: Mapping[str, str], out: TextIO) -> int:
     with install_lock(job.layout, wait_s=args.wait, say=progress.say):
         clean_leftovers(job.layout, progress.say)
         try:
-            record, report = build(job, progress)
+            job, record, report = build(job, progress)
             progress.step("swap", f"moving the new environment into {job.layout.prefix}")
             swap(job.staging, job.layout, check=_works_at)
         except OSError as exc:

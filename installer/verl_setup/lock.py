@@ -18,16 +18,31 @@ import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO
+from urllib.parse import unquote
 
-from packaging.utils import canonicalize_name
+from packaging.utils import canonicalize_name, parse_wheel_filename
 
 from verl_setup.errors import BadInputError, InstallError
 from verl_setup.matrix.select import Plan
 
-FORMAT_LINE = "# verl-setup lock, format 1: install with `verl-setup install --lock FILE`; do not edit"
+if TYPE_CHECKING:
+    from verl_setup.recipe import FlashAttnRequest, Recipe
+
+FORMAT_LINE = "# verl-setup lock, format 2: install with `verl-setup install --lock FILE`; do not edit"
 COMPILE_TIMEOUT_S = 900.0
-_KEYS = ("row", "row-sha256", "matrix", "matrix-sha256", "python", "platform", "index-url", "uv")
+_KEYS = (
+    "row",
+    "row-sha256",
+    "matrix",
+    "matrix-sha256",
+    "python",
+    "platform",
+    "index-url",
+    "flash-attn",
+    "uv",
+)
+_URL_PIN_RE = re.compile(r"^([A-Za-z0-9][A-Za-z0-9._-]*) @ (\S+\.whl)\s*\\?$")
 _PIN_RE = re.compile(r"^([A-Za-z0-9][A-Za-z0-9._-]*)(?:\[[^\]]*\])?==([^\s;\\]+)\s*(?:;\s*([^\\]+?))?\s*\\?$")
 
 
@@ -58,6 +73,29 @@ class Lock:
         """The row's extra index, or None for the default one."""
         url = self.fields["index-url"]
         return None if url == "default" else url
+
+    @property
+    def flash_attn(self) -> str:
+        """How the lock carries flash-attn: wheel (a hashed line), build, without, or none."""
+        return self.fields["flash-attn"].split()[0]
+
+    def flash_attn_request(self, asked: FlashAttnRequest) -> FlashAttnRequest:
+        """The recipe request for installing this lock: what it was made with, unless told to leave it out."""
+        if asked == "without" and self.flash_attn == "wheel":
+            raise BadInputError(
+                f"{self.path} carries the flash-attn wheel, so --without flash-attn cannot leave it out: "
+                "make the lock with --without flash-attn"
+            )
+        if asked == "without" or self.flash_attn in ("without", "none"):
+            return "without"
+        if self.flash_attn == "build":
+            if asked != "build":
+                raise InstallError(
+                    f"{self.path}: flash-attn must be built against torch for this lock (it was made with "
+                    "--build-flash-attn): pass --build-flash-attn, or --without flash-attn"
+                )
+            return "build"
+        return "auto"
 
     @property
     def row_id(self) -> str:
@@ -100,6 +138,12 @@ def parse(text: str, path: Path) -> Lock:
         m = _PIN_RE.match(line)
         if m:
             pins.append(Pin(name=canonicalize_name(m[1]), version=m[2], marker=m[3]))
+        url = _URL_PIN_RE.match(line)
+        if url:
+            # A prebuilt wheel: its file name carries a local label (+cu12torch2.8...) that the
+            # installed metadata does not, so the public version is what verify compares.
+            name, version, _, _ = parse_wheel_filename(unquote(url[2].rsplit("/", 1)[-1]))
+            pins.append(Pin(name=canonicalize_name(name), version=version.public))
     if not pins:
         raise BadInputError(f"{path}: the lock pins no distributions")
     return Lock(path=path, fields=fields, pins=tuple(pins))
@@ -114,14 +158,26 @@ def read_lock(path: Path) -> Lock:
     return parse(text, path)
 
 
-def compile_lock(plan: Plan, *, uv: str, env: Mapping[str, str]) -> str:
-    """Resolve the plan's row with hashes for its Python and platform; return the lock text."""
-    from verl_setup.runner import ProgramError, run  # noqa: PLC0415
-    from verl_setup.uv import compile_command, python_platform, uv_version, write_inputs  # noqa: PLC0415
+def compile_lock(plan: Plan, recipe: Recipe, *, uv: str, env: Mapping[str, str]) -> str:
+    """Resolve the recipe's pins with hashes for its Python and platform; return the lock text.
 
-    row = plan.row
+    flash-attn goes in as its prebuilt wheel (uv hashes the file it downloads), so the lock
+    installs as it stands; a flash-attn to be built is left out and named in the header.
+    """
+    from verl_setup.runner import ProgramError, run  # noqa: PLC0415
+    from verl_setup.uv import compile_command, explain_failure, python_platform, uv_version  # noqa: PLC0415
+
+    row, fa = plan.row, recipe.flash_attn
+    final = recipe.step("verl")
+    requirements = list(final.requirements if final else row.requirements())
+    if fa is not None and fa.mode == "wheel":
+        requirements.append(f"flash-attn @ {fa.url}")
     with tempfile.TemporaryDirectory(prefix="verl-setup-lock-") as tmp:
-        _, overrides = write_inputs(row, Path(tmp))
+        Path(tmp, "requirements.in").write_text("\n".join(requirements) + "\n", encoding="utf-8")
+        overrides = None
+        if row.overrides:
+            overrides = Path("overrides.txt")
+            Path(tmp, overrides).write_text("\n".join(row.overrides) + "\n", encoding="utf-8")
         # Relative input names, run from the folder: uv's "# via -r requirements.in" notes then
         # read the same on every machine.
         argv = compile_command(
@@ -130,7 +186,7 @@ def compile_lock(plan: Plan, *, uv: str, env: Mapping[str, str]) -> str:
             matrix=plan.matrix,
             python=plan.python,
             requirements=Path("requirements.in"),
-            overrides=None if overrides is None else Path(overrides.name),
+            overrides=overrides,
             hashes=True,
         )
         try:
@@ -138,7 +194,9 @@ def compile_lock(plan: Plan, *, uv: str, env: Mapping[str, str]) -> str:
         except ProgramError as exc:
             raise InstallError(f"uv pip compile: {exc}") from exc
     if out.returncode != 0:
-        raise InstallError(f"row {row.id} does not resolve for Python {plan.python}: {uv_error(out.stderr)}")
+        raise InstallError(
+            f"row {row.id} does not resolve for Python {plan.python}: {explain_failure(out.stderr)}"
+        )
     fields = {
         "row": row.id,
         "row-sha256": row.content_hash(),
@@ -147,6 +205,7 @@ def compile_lock(plan: Plan, *, uv: str, env: Mapping[str, str]) -> str:
         "python": plan.python,
         "platform": python_platform(row),
         "index-url": plan.index_url or "default",
+        "flash-attn": "none" if fa is None else f"{fa.mode} {fa.version}",
         "uv": uv_version(uv),
     }
     return render(fields, out.stdout)
@@ -169,6 +228,7 @@ def uv_error(stderr: str) -> str:
 
 def command(args: argparse.Namespace, env: Mapping[str, str], out: TextIO) -> int:
     """`verl-setup lock`: plan, resolve with hashes, write the lock (atomically) or print it."""
+    from verl_setup.install import flash_attn_request, recipe_for  # noqa: PLC0415
     from verl_setup.planning import plan_from_args  # noqa: PLC0415
     from verl_setup.uv import find_uv, uv_env  # noqa: PLC0415
 
@@ -181,8 +241,11 @@ def command(args: argparse.Namespace, env: Mapping[str, str], out: TextIO) -> in
     if to_stdout and args.json:
         raise BadInputError("--json describes a written lock: give --out FILE")
     plan = plan_from_args(args, env)
+    recipe = recipe_for(plan, flash_attn_request(args), env)
     say(f"plan: row {plan.row.id}, Python {plan.python}; resolving with hashes")
-    text = compile_lock(plan, uv=find_uv(), env=uv_env(base=env))
+    for warning in recipe.warnings:
+        say(f"warning: {warning}")
+    text = compile_lock(plan, recipe, uv=find_uv(), env=uv_env(base=env))
     pins = len(parse(text, Path("<new lock>")).pins)
     if to_stdout:
         out.write(text)

@@ -14,14 +14,20 @@ from typing import Any, Literal
 
 from verl_setup import __version__
 from verl_setup.errors import BadInputError
+from verl_setup.import_probe import CHILD as PROBE_CODE
 from verl_setup.matrix.select import Plan
 from verl_setup.paths import data_dir
-from verl_setup.render_values import EnvVar, WheelPlan, environment, flash_attn_wheel, nvidia_require_cuda
+from verl_setup.recipe import FlashAttnRequest, Recipe, build_recipe
+from verl_setup.render_values import EnvVar, environment, nvidia_require_cuda
 
 # Target -> (template, output file name, executable).
 TARGETS: dict[str, tuple[tuple[str, str, bool], ...]] = {
     "venv": (("setup-venv.sh.jinja", "setup-venv.sh", True),),
-    "docker": (("Dockerfile.jinja", "Dockerfile", False), ("dockerignore.jinja", ".dockerignore", False)),
+    "docker": (
+        ("Dockerfile.jinja", "Dockerfile", False),
+        ("dockerignore.jinja", ".dockerignore", False),
+        ("verl-setup-probe.py.jinja", "verl-setup-probe.py", False),
+    ),
     "env": (("env.sh.jinja", "env.sh", False), ("env.list.jinja", "env.list", False)),
     "ray": (
         ("ray-head.sh.jinja", "ray-head.sh", True),
@@ -59,6 +65,7 @@ class RenderOptions:
     venv: str = ".venv"
     namespace: str = "default"
     gpus_per_node: int | None = None
+    flash_attn: FlashAttnRequest = "auto"
     extra: dict[str, str] = field(default_factory=dict)
 
 
@@ -163,20 +170,9 @@ def context(plan: Plan, options: RenderOptions) -> dict[str, Any]:
         "python": plan.python,
         "python_minor": ".".join(plan.python.split(".")[:2]),
         "requirements": row.requirements(),
-        "torch_reqs": [
-            r for r in row.requirements() if r.split("==")[0] in {"torch", "torchvision", "torchaudio"}
-        ],
-        "engine_req": next((r for r in row.requirements() if r.startswith(f"{row.engine.name}==")), None),
-        "companion_reqs": [
-            r
-            for r in row.requirements()[1:]
-            if r.split("==")[0] not in {"torch", "torchvision", "torchaudio", "flash-attn", row.engine.name}
-        ],
-        "verl_req": row.requirements()[0],
-        # flash-attn installs in its own step (a wheel matching torch's ABI, or a source build).
-        "checked_reqs": [r for r in row.requirements() if not r.startswith("flash-attn==")],
-        "flash_attn": row.packages.get("flash-attn"),
-        "flash_attn_wheel": _flash_attn_wheel(plan),
+        "recipe": _recipe(plan, options),
+        "overrides_sentinel": OVERRIDES_SENTINEL,
+        "probe_code": PROBE_CODE,
         "index_url": plan.index_url,
         "overrides": list(row.overrides),
         "matrix_sha256": plan.matrix.sha256,
@@ -203,11 +199,15 @@ def context(plan: Plan, options: RenderOptions) -> dict[str, Any]:
     }
 
 
-def _flash_attn_wheel(plan: Plan) -> WheelPlan | None:
-    wheels = plan.matrix.rows_file.flash_attn_wheels
-    if wheels is None:
+OVERRIDES_SENTINEL = "@OVERRIDES@"  # where each rendering puts its own overrides file
+
+
+def _recipe(plan: Plan, options: RenderOptions) -> Recipe | None:
+    """The install recipe, for the targets that print it (a build is checked on the target, not here)."""
+    if not {"venv", "docker"} & set(options.targets):
         return None
-    return flash_attn_wheel(plan.row, plan.python, wheels.builds, wheels.url)
+    cuda = plan.row.torch.cuda
+    return build_recipe(plan, flash_attn=options.flash_attn, nvcc_version=cuda, cores=4, memory_gib=16)
 
 
 def render(plan: Plan, options: RenderOptions) -> list[RenderedFile]:

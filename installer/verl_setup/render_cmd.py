@@ -7,6 +7,7 @@ import json
 import sys
 
 from verl_setup.errors import BadInputError
+from verl_setup.install import flash_attn_request
 from verl_setup.matrix.select import Plan
 from verl_setup.render import RenderOptions, compare, expand_targets, render, write
 
@@ -31,6 +32,7 @@ def options_from_args(args: argparse.Namespace) -> RenderOptions:
         venv=args.venv,
         namespace=args.namespace,
         gpus_per_node=args.gpu_count,
+        flash_attn=flash_attn_request(args),
     )
 
 

@@ -48,9 +48,11 @@ def plan_text(plan: Plan, *, explain: bool) -> str:
     row = plan.row
     engine = "no engine" if row.engine.name == "none" else f"{row.engine.name} {row.engine.version}"
     cuda = f"+cu{row.torch.cuda.replace('.', '')}" if row.torch.cuda else ""
+    _, proof = plan.matrix.proof_of(row)
     lines = [
-        f"selected   {row.id} [{row.status}]: verl {row.verl.version}, {engine}, "
+        f"selected   {row.id}: verl {row.verl.version}, {engine}, "
         f"torch {row.torch.version}{cuda}, Python {plan.python} (policy {plan.policy})",
+        f"proof      {proof}",
         "install    " + " ".join(row.requirements()),
     ]
     if plan.index_url:
@@ -80,12 +82,17 @@ def _short(value: object) -> str:
 
 def matrix_list_text(matrix: Matrix) -> str:
     """One line per row."""
-    lines = [f"{'id':<28} {'status':<11} {'verl':<7} {'engine':<20} {'torch':<14} {'cuda':<5} python"]
+    lines = [f"{'id':<28} {'proof':<9} {'verl':<7} {'engine':<20} {'torch':<14} {'cuda':<5} python"]
     for r in matrix.rows:
         engine = "none" if r.engine.name == "none" else f"{r.engine.name} {r.engine.version}"
+        level, _ = matrix.proof_of(r)
         lines.append(
-            f"{r.id:<28} {r.status:<11} {r.verl.version:<7} {engine:<20} {r.torch.version:<14} "
+            f"{r.id:<28} {level or '-':<9} {r.verl.version:<7} {engine:<20} {r.torch.version:<14} "
             f"{r.torch.cuda or '-':<5} {','.join(r.python.supported)} ({r.python.recommended})"
+        )
+    if not any("gpu" in p.steps for p in matrix.proof.rows.values()):
+        lines.append(
+            "proof levels: resolves < installs < imports < gpu; no row has a run on a GPU host recorded"
         )
     return "\n".join(lines) + "\n"
 
@@ -93,7 +100,11 @@ def matrix_list_text(matrix: Matrix) -> str:
 def row_text(row: Row, matrix: Matrix) -> str:
     """One row with requirements and evidence."""
     req = row.requires
-    lines = [f"{row.id} [{row.status}] (line {row.line} of {matrix.path})", "requirements:"]
+    lines = [
+        f"{row.id} (line {row.line} of {matrix.path})",
+        f"proof: {matrix.proof_of(row)[1]}",
+        "requirements:",
+    ]
     lines += [f"  {line}" for line in row.requirements()]
     if row.overrides:
         lines.append("overrides: " + "; ".join(row.overrides))

@@ -29,6 +29,10 @@ class Completed:
 class ProgramError(Exception):
     """A program was missing, timed out, or could not be started."""
 
+    def __init__(self, message: str, *, stdout: str = "") -> None:
+        super().__init__(message)
+        self.stdout = stdout  # what a timed-out program printed before it was killed
+
 
 def run(
     argv: Sequence[str],
@@ -95,7 +99,8 @@ def _execute(
         stdout, stderr = proc.communicate(timeout=timeout)
     except subprocess.TimeoutExpired as exc:
         _kill_group(proc)
-        raise ProgramError(f"{argv[0]}: no answer within {timeout:g}s") from exc
+        partial = exc.output.decode(errors="replace") if isinstance(exc.output, bytes) else exc.output
+        raise ProgramError(f"{argv[0]}: no answer within {timeout:g}s", stdout=partial or "") from exc
     except BaseException:
         # Ctrl-C or SIGTERM reached us, not the child (it has its own session): stop it now.
         _kill_group(proc)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import os
+import re
 import shutil
 from collections.abc import Mapping
 from pathlib import Path
@@ -124,3 +125,57 @@ def uv_env(*, python_downloads: bool = False, base: Mapping[str, str] | None = N
     env = dict(os.environ if base is None else base)
     env["UV_PYTHON_DOWNLOADS"] = "automatic" if python_downloads else "never"
     return env
+
+
+_BUILT = re.compile(r"Failed to (?:build|download and build) `([^`]+)`")
+_PACKAGE = re.compile(r"`([A-Za-z0-9][A-Za-z0-9._-]*)(?:==[^`]*)?`")
+
+
+def explain_failure(stderr: str) -> str:  # noqa: PLR0911  # one return per known cause
+    """uv's failure in one line, led by the package at fault and the likely cause."""
+    from verl_setup.lock import uv_error  # noqa: PLC0415
+
+    message = uv_error(stderr)
+    built = _BUILT.search(stderr)
+    if built and "No module named 'torch'" in stderr:
+        return (
+            f"{built[1]} builds against torch, and uv built it in an isolated environment without "
+            f"torch: it must be installed after torch with --no-build-isolation (for flash-attn: "
+            f"--build-flash-attn, or a prebuilt wheel) (uv: {message})"
+        )
+    if built:
+        return (
+            f"{built[1]} has no wheel for this Python and platform, and building its sdist failed "
+            f"(a compiler, nvcc or a build dependency missing?) (uv: {message})"
+        )
+    if "No solution found" in stderr or "unsatisfiable" in stderr:
+        because = next((ln.strip() for ln in stderr.splitlines() if "Because" in ln), message)
+        return f"the pins conflict: {because}"
+    lowered = stderr.lower()
+    if "certificate" in lowered:
+        return (
+            f"TLS verification failed: does a proxy re-sign HTTPS? pass its CA (--ca-bundle) (uv: {message})"
+        )
+    if any(
+        s in lowered
+        for s in (
+            "failed to fetch",
+            "error sending request",
+            "dns error",
+            "connection refused",
+            "failed to download",
+            "network",
+        )
+    ):
+        what = _PACKAGE.search(stderr)
+        name = f"{what[1]}: " if what else ""
+        return f"{name}the index or a wheel URL could not be reached (network, proxy, index?) (uv: {message})"
+    if (
+        "not found in the package registry" in lowered
+        or "no versions of" in lowered
+        or "was not found" in lowered
+    ):
+        return f"a pinned release is not on the index (yanked, deleted, another index?): {message}"
+    if "no interpreter found" in lowered or "no download found" in lowered:
+        return f"uv could not find or download the Python asked for: {message}"
+    return message

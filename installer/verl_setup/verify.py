@@ -17,6 +17,7 @@ from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
 from verl_setup.errors import BadInputError, CheckFailedError
+from verl_setup.import_probe import ProbeResult
 from verl_setup.lock import Lock
 from verl_setup.runner import ProgramError, stream
 
@@ -154,9 +155,22 @@ class Report:
     expected: Expected
     findings: tuple[Finding, ...]
     notes: tuple[str, ...]
-    import_ok: bool | None = None
-    import_detail: str = ""
-    import_seconds: float | None = None
+    probe: ProbeResult | None = None
+
+    @property
+    def import_ok(self) -> bool | None:
+        """Whether the import probe passed (None: not run)."""
+        return None if self.probe is None else self.probe.ok
+
+    @property
+    def import_detail(self) -> str:
+        """The probe's one-line summary."""
+        return "" if self.probe is None else self.probe.summary()
+
+    @property
+    def import_seconds(self) -> float | None:
+        """How long the probe took."""
+        return None if self.probe is None else self.probe.seconds
 
     @property
     def ok(self) -> bool:
@@ -172,7 +186,7 @@ class Report:
             f"{len(v)} {k} ({', '.join(v[:4])}{', ...' if len(v) > 4 else ''})" for k, v in kinds.items()
         ]
         if self.import_ok is False:
-            parts.append(f"import verl failed: {self.import_detail}")
+            parts.append(f"import probe failed: {self.import_detail}")
         return f"{self.snapshot.prefix} does not match {self.expected.source}: " + "; ".join(parts)
 
     def text(self) -> str:
@@ -183,10 +197,8 @@ class Report:
         lines += [f"  note       {n}" for n in self.notes]
         matched = sum(1 for n, v in self.expected.pins.items() if same_version(s.versions().get(n), v))
         lines.append(f"  {matched} of {len(self.expected.pins)} expected distributions match")
-        if self.import_ok is not None:
-            state = "ok" if self.import_ok else "FAILED"
-            lines.append(f"  import verl {state} in {self.import_seconds:.1f}s: {self.import_detail}")
-        return "\n".join(lines) + "\n"
+        text = "\n".join(lines) + "\n"
+        return text if self.probe is None else text + self.probe.text()
 
     def to_json(self) -> dict[str, Any]:
         """The documented `verify --json` object (schema 1)."""
@@ -201,9 +213,7 @@ class Report:
             "findings": [f.to_json() for f in self.findings],
             "notes": list(self.notes),
             "distributions": dict(sorted(s.versions().items())),
-            "import": None
-            if self.import_ok is None
-            else {"ok": self.import_ok, "detail": self.import_detail, "seconds": self.import_seconds},
+            "import": None if self.probe is None else self.probe.to_json(),
         }
 
 
@@ -226,24 +236,6 @@ def probe(python: Path, env: Mapping[str, str] | None = None) -> Snapshot:
     if out.returncode != 0:
         raise CheckFailedError(f"{python} could not list its distributions: {last_line(out.stderr)}")
     return Snapshot.from_json(json.loads(out.stdout))
-
-
-def smoke_import(
-    python: Path, timeout: float, env: Mapping[str, str] | None = None
-) -> tuple[bool, str, float]:
-    """A real `import verl`: (worked, version or the error's last line, seconds)."""
-    import time  # noqa: PLC0415
-
-    code = "import sys, verl; sys.stdout.write(str(getattr(verl, '__version__', 'unknown version')))"
-    start = time.monotonic()
-    try:
-        out = stream([str(python), "-c", code], timeout=timeout, env=env)
-    except ProgramError as exc:
-        return False, str(exc), time.monotonic() - start
-    seconds = time.monotonic() - start
-    if out.returncode != 0:
-        return False, last_line(out.stderr), seconds
-    return True, f"verl {out.stdout.strip()}", seconds
 
 
 def last_line(text: str) -> str:
@@ -337,22 +329,26 @@ def verify_env(
     *,
     import_timeout: float | None,
     env: Mapping[str, str] | None = None,
+    engine: str | None = None,
 ) -> Report:
-    """Probe, compare with `expected_for(snapshot)`, then smoke-import verl (None: skip it)."""
+    """List distributions, compare with `expected_for(snapshot)`, then run the import probe.
+
+    The probe imports what a training run of the installed verl imports (import_probe.py);
+    `import_timeout` None skips it. The engine is the row's, else the one installed.
+    """
+    from verl_setup.import_probe import run_probe  # noqa: PLC0415
+
     snap = probe(python, env)
     expected = expected_for(snap)
     findings, notes = compare(snap, expected)
     if import_timeout is None:
         return Report(snapshot=snap, expected=expected, findings=tuple(findings), notes=tuple(notes))
-    ok, detail, seconds = smoke_import(python, import_timeout, env)
+    if engine is None:
+        have = snap.versions()
+        engine = next((e for e in ("vllm", "sglang") if e in have), "none")
+    result = run_probe(python, engine, import_timeout, env)
     return Report(
-        snapshot=snap,
-        expected=expected,
-        findings=tuple(findings),
-        notes=tuple(notes),
-        import_ok=ok,
-        import_detail=detail,
-        import_seconds=seconds,
+        snapshot=snap, expected=expected, findings=tuple(findings), notes=tuple(notes), probe=result
     )
 
 

@@ -38,27 +38,30 @@ HOST = (interpreter("3.10.13"), interpreter("3.12.1"), interpreter("3.12.0", "PA
 
 
 def test_the_exact_patch_is_used_when_detected() -> None:
-    choice = choose_python("3.11.7", HOST, allow_downloads=True)
+    choice = choose_python("3.11.7", HOST, downloads=True)
     assert choice.request == "/opt/py/3.11.7/bin/python3"
     assert choice.warning is None
 
 
-def test_uv_gets_the_exact_version_when_downloads_are_allowed() -> None:
-    choice = choose_python("3.12.3", HOST, allow_downloads=True)
+def test_by_default_uv_gets_the_exact_version_with_the_same_minor_as_fallback() -> None:
+    choice = choose_python("3.12.3", HOST, downloads=True)
     assert (choice.request, choice.version) == ("3.12.3", "3.12.3")
     assert "uv" in choice.source
+    assert choice.fallback is not None
+    assert choice.fallback.request == "/opt/py/3.12.1/bin/python3"  # the newest 3.12 found
+    assert choice.fallback.warning is not None
+    assert "Ray refuses" in choice.fallback.warning
 
 
-def test_another_patch_of_the_same_minor_is_used_with_a_warning() -> None:
-    choice = choose_python("3.12.3", HOST, allow_downloads=False)
-    assert choice.request == "/opt/py/3.12.1/bin/python3"  # the newest 3.12 found
+def test_without_downloads_another_patch_of_the_same_minor_is_used_with_a_warning() -> None:
+    choice = choose_python("3.12.3", HOST, downloads=False)
+    assert choice.request == "/opt/py/3.12.1/bin/python3"
     assert choice.warning is not None
-    assert "3.12.3 not found" in choice.warning
-    assert "--allow-python-downloads" in choice.warning
+    assert "Python 3.12.3 not available (Python downloads are off)" in choice.warning
 
 
 def test_a_minor_only_request_takes_the_newest_patch_silently() -> None:
-    choice = choose_python("3.12", HOST, allow_downloads=False)
+    choice = choose_python("3.12", HOST, downloads=False)
     assert choice.version == "3.12.1"
     assert choice.warning is None
 
@@ -66,17 +69,17 @@ def test_a_minor_only_request_takes_the_newest_patch_silently() -> None:
 def test_an_interpreter_whose_libpython_disagrees_is_not_used() -> None:
     host = (interpreter("3.10.13", mismatch="`python3 --version` says 3.10.13 but ..."),)
     with pytest.raises(InstallError):
-        choose_python("3.10.13", host, allow_downloads=False)
+        choose_python("3.10.13", host, downloads=False)
 
 
-def test_no_interpreter_names_both_ways_out_and_is_exit_4() -> None:
+def test_no_interpreter_and_no_downloads_names_both_ways_out_and_is_exit_4() -> None:
     with pytest.raises(InstallError) as caught:
-        choose_python("3.9.18", HOST, allow_downloads=False)
+        choose_python("3.9.18", HOST, downloads=False)
     message = str(caught.value)
     assert "no Python 3.9 found" in message
     assert "uv python install 3.9.18" in message
     assert "pyenv install 3.9.18" in message
-    assert "--allow-python-downloads" in message
+    assert "--no-python-downloads" in message
     assert caught.value.exit_code == 4
 
 
@@ -242,7 +245,15 @@ def test_the_tiny_matrix_validates_and_its_stand_in_wheels_rebuild_byte_for_byte
     assert matrix is not None
     rebuild = [sys.executable, str(TINY / "make_wheels.py"), str(tmp_path)]
     subprocess.run(rebuild, check=True, capture_output=True)
-    committed = sorted(p.name for p in (TINY / "wheels").glob("*.whl"))
-    assert committed == sorted(p.name for p in tmp_path.glob("*.whl"))
+    committed = sorted(
+        [f"wheels/{p.name}" for p in (TINY / "wheels").iterdir()]
+        + [f"served/{p.name}" for p in (TINY / "served").iterdir()]
+    )
+    rebuilt = sorted(
+        [f"wheels/{p.name}" for p in tmp_path.iterdir() if p.is_file()]
+        + [f"served/{p.name}" for p in (tmp_path / "served").iterdir()]
+    )
+    assert committed == rebuilt
     for name in committed:
-        assert (TINY / "wheels" / name).read_bytes() == (tmp_path / name).read_bytes(), name
+        here = tmp_path / name.removeprefix("wheels/")
+        assert (TINY / name).read_bytes() == here.read_bytes(), name

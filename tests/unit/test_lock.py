@@ -17,6 +17,7 @@ FIELDS = {
     "python": "3.12.3",
     "platform": "x86_64-manylinux_2_28",
     "index-url": "default",
+    "flash-attn": "none",
     "uv": "0.13.9",
 }
 BODY = """\

@@ -85,10 +85,10 @@ def test_driver_requirement_below_the_cuda_table_is_refused(tmp_path: Path) -> N
 
 
 def test_duplicate_keys_and_malformed_yaml_are_one_clear_line(tmp_path: Path) -> None:
-    path = copy_with(tmp_path, "    status: verified\n", "    status: verified\n    status: verified\n")
+    path = copy_with(tmp_path, "    torch: {", "    deprecated: false\n    deprecated: false\n    torch: {")
     problems, _ = check(path)
     assert len(problems) == 1
-    assert "duplicate key 'status'" in problems[0]
+    assert "duplicate key 'deprecated'" in problems[0]
     bad = tmp_path / "bad.yaml"
     bad.write_text("rows: [\n  - id: x\n", encoding="utf-8")
     result = run_cli("plan", "--no-gpu", "--matrix", str(bad))
@@ -99,15 +99,12 @@ def test_duplicate_keys_and_malformed_yaml_are_one_clear_line(tmp_path: Path) ->
 
 
 def test_validate_command_lists_every_problem_and_exits_2(tmp_path: Path) -> None:
-    path = copy_with(tmp_path, "status: verified", "status: verifed", count=2)
+    path = copy_with(tmp_path, "engine: {name: vllm,", "engine: {name: vlm,", count=2)
     result = run_cli("matrix", "validate", str(path))
     assert result.code == 2
     lines = result.out.splitlines()
     assert len(lines) == 2
-    assert all(
-        "'verifed' is not one of verified, unverified, deprecated (did you mean 'verified'?)" in line
-        for line in lines
-    )
+    assert all("'vlm' is not one of vllm, sglang, none (did you mean 'vllm'?)" in line for line in lines)
     ok = run_cli("matrix", "validate")
     assert ok.code == 0
     assert "no problems" in ok.out
@@ -116,7 +113,7 @@ def test_validate_command_lists_every_problem_and_exits_2(tmp_path: Path) -> Non
 def test_a_users_matrix_uses_the_bundled_cuda_facts_unless_it_brings_its_own(
     tmp_path: Path,
 ) -> None:
-    path = copy_with(tmp_path, "status: verified", "status: verified")
+    path = copy_with(tmp_path, "schema: 1", "schema: 1")
     assert load_matrix(path).cuda.facts == load_matrix().cuda.facts
     shutil.copy(data_dir("matrices") / "cuda.yaml", tmp_path / "cuda.yaml")
     (tmp_path / "cuda.yaml").write_text((tmp_path / "cuda.yaml").read_text().replace("T3}", "T9}", 1))

@@ -211,6 +211,8 @@ def test_nvidia_require_cuda_follows_the_policy(tmp_path: Path) -> None:
         "H100",
         "--verl",
         "0.7",
+        "--without",
+        "flash-attn",
     ]
     assert run_cli(*args).code == 0
     assert 'ENV NVIDIA_REQUIRE_CUDA="cuda>=12.0"' in (tmp_path / "c/Dockerfile").read_text()
@@ -227,6 +229,8 @@ def test_nvidia_require_cuda_follows_the_policy(tmp_path: Path) -> None:
         "0.7",
         "--policy",
         "strict",
+        "--without",
+        "flash-attn",
     ]
     assert run_cli(*strict).code == 0
     assert 'ENV NVIDIA_REQUIRE_CUDA="cuda>=12.8"' in (tmp_path / "s/Dockerfile").read_text()

@@ -100,7 +100,9 @@ def test_lock_markers_are_evaluated_for_the_target_interpreter() -> None:
         "pywin32==311 ; sys_platform == 'win32' \\\n    --hash=sha256:" + "3" * 64 + "\n"
     )
     fields = dict.fromkeys(("row", "row-sha256", "matrix", "matrix-sha256", "platform", "uv"), "x")
-    lock = parse(render({**fields, "python": "3.12.3", "index-url": "default"}, body), Path("l"))
+    lock = parse(
+        render({**fields, "python": "3.12.3", "index-url": "default", "flash-attn": "none"}, body), Path("l")
+    )
     assert from_lock(lock, MARKERS).pins == {"torch": "2.11.0", "triton": "3.5.0"}
 
 

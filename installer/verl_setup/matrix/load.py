@@ -12,6 +12,7 @@ from packaging.version import InvalidVersion, Version
 
 from verl_setup.errors import BadInputError
 from verl_setup.matrix.cuda import CudaRules
+from verl_setup.matrix.proof import Level, ProofBook, load_proof
 from verl_setup.matrix.schema import Builder, CudaFile, Row, RowsFile
 from verl_setup.matrix.yamlread import YamlError, read_yaml
 from verl_setup.paths import data_dir
@@ -28,6 +29,11 @@ class Matrix:
     rows_file: RowsFile
     cuda: CudaRules
     sha256: str
+    proof: ProofBook
+
+    def proof_of(self, row: Row) -> tuple[Level | None, str]:
+        """The proof level the row reached (None: unproven) and the words for it."""
+        return self.proof.for_row(row)
 
     @property
     def rows(self) -> tuple[Row, ...]:
@@ -97,7 +103,9 @@ def check(path: Path) -> tuple[list[str], Matrix | None]:
         problems += _check_rows(rows_file, CudaRules(cuda_file), str(path))
     if problems or cuda_file is None or rows_file is None:
         return problems, None
-    return [], Matrix(path, rows_file, CudaRules(cuda_file), hashlib.sha256(raw).hexdigest())
+    return [], Matrix(
+        path, rows_file, CudaRules(cuda_file), hashlib.sha256(raw).hexdigest(), load_proof(path)
+    )
 
 
 def _check_cuda(facts: CudaFile, file: str) -> list[str]:
@@ -118,6 +126,7 @@ def _check_rows(rows_file: RowsFile, rules: CudaRules, file: str) -> list[str]: 
     seen: set[str] = set()
     if rows_file.schema != SCHEMA:
         problems.append(f"{file}: schema {rows_file.schema} is not {SCHEMA}")
+    problems += _check_flash_attn(rows_file, file)
     for row in rows_file.rows:
         where = f"{file}:{row.line}: row {row.id!r}"
 
@@ -166,6 +175,25 @@ def _check_rows(rows_file: RowsFile, rules: CudaRules, file: str) -> list[str]: 
             hint = f" (did you mean {close[0]!r}?)" if close else ""
             bad("evidence", f"evidence for {key!r}, which the row does not pin{hint}")
     return problems
+
+
+def _check_flash_attn(rows_file: RowsFile, file: str) -> list[str]:
+    facts, out = rows_file.flash_attn, list[str]()
+    if facts is None:
+        return out
+    for field_name in ("version", "cuda_major", "torch_minor", "abi", "py", "arch"):
+        if "{" + field_name + "}" not in facts.url:
+            out.append(f"{file}: flash_attn.url: no {{{field_name}}} placeholder")
+    for version, release in facts.releases.items():
+        try:
+            Version(version)
+            parse_minor(release.glibc, "glibc version")
+        except (InvalidVersion, BadInputError) as exc:
+            out.append(f"{file}: flash_attn.releases.{version}: {exc}")
+    for prefix in facts.without:
+        if not all(p.isdigit() for p in prefix.split(".")):
+            out.append(f"{file}: flash_attn.without.{prefix}: not a verl version prefix like 0.9")
+    return out
 
 
 def _check_requires(row: Row, rules: CudaRules) -> list[str]:

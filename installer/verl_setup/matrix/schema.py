@@ -14,7 +14,6 @@ from typing import Any, Literal, TypeVar
 from verl_setup.matrix.yamlread import LinedDict
 
 EngineName = Literal["vllm", "sglang", "none"]
-Status = Literal["verified", "unverified", "deprecated"]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -99,7 +98,7 @@ class Row:
     """One tested verl stack: exact pins, requirements, and the evidence for each."""
 
     id: str
-    status: Status
+    deprecated: bool = False
     verl: VerlPin
     engine: Engine
     python: PythonSpec
@@ -147,12 +146,28 @@ class IndexSpec:
 
 
 @dataclass(frozen=True, kw_only=True)
-class PrebuiltWheels:
-    """Where a project publishes prebuilt wheels, and for which torch minors per version."""
+class WheelRelease:
+    """What one flash-attn release published prebuilt: torch minors, CUDA majors, platform floor."""
+
+    torch: tuple[str, ...]
+    cuda_majors: tuple[str, ...]
+    python: tuple[str, ...]
+    glibc: str
+    arch: tuple[str, ...] = ("x86_64",)
+    source: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class FlashAttnFacts:
+    """flash-attn must match torch, CUDA, C++ ABI and Python: prebuilt wheels, or a build on request."""
 
     url: str
     source: str
-    builds: dict[str, tuple[str, ...]]
+    cxx11abi_from_torch: str
+    build_requires: tuple[str, ...]
+    releases: dict[str, WheelRelease]
+    sha256: dict[str, str] = field(default_factory=dict)
+    without: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -161,7 +176,7 @@ class RowsFile:
 
     schema: int
     indexes: dict[str, IndexSpec] = field(default_factory=dict)
-    flash_attn_wheels: PrebuiltWheels | None = None
+    flash_attn: FlashAttnFacts | None = None
     rows: tuple[Row, ...]
 
 

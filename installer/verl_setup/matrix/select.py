@@ -9,6 +9,7 @@ from packaging.version import Version
 
 from verl_setup.errors import NoCompatibleRowError
 from verl_setup.matrix.load import Matrix
+from verl_setup.matrix.proof import rank
 from verl_setup.matrix.schema import Row
 from verl_setup.target import GpuSpec, Target
 from verl_setup.versions import DriverVersion, fmt, parse_minor
@@ -55,7 +56,7 @@ class Plan:
 
 
 def select(target: Target, matrix: Matrix) -> Plan:
-    """Pick the newest fitting row (verified before unverified, then file order)."""
+    """Pick the best-proven fitting row, then the newest verl, then file order."""
     fitting: list[Row] = []
     rejected: list[Rejection] = []
     for row in matrix.rows:
@@ -68,12 +69,14 @@ def select(target: Target, matrix: Matrix) -> Plan:
     if not fitting:
         raise NoCompatibleRowError(_no_fit_message(rejected, matrix))
     order = {row.id: i for i, row in enumerate(matrix.rows)}
-    fitting.sort(key=lambda r: (r.status != "verified", -_release(r.verl.version), order[r.id]))
+    fitting.sort(key=lambda r: (-rank(matrix.proof_of(r)[0]), -_release(r.verl.version), order[r.id]))
     chosen, others = fitting[0], fitting[1:]
     rejected += [
         Rejection(
             id=r.id,
-            reasons=(f"fits, but {chosen.id} is preferred (newer verl, or earlier in the matrix)",),
+            reasons=(
+                f"fits, but {chosen.id} is preferred (better proven, newer verl, or earlier in the matrix)",
+            ),
         )
         for r in others
     ]
@@ -83,7 +86,7 @@ def select(target: Target, matrix: Matrix) -> Plan:
         python=python,
         policy=target.policy.value,
         target=target,
-        warnings=tuple(_warnings(chosen, target) + python_warnings),
+        warnings=tuple(_warnings(chosen, target, matrix) + python_warnings),
         rejected=tuple(sorted(rejected, key=lambda r: order[r.id])),
         matrix=matrix,
         index_url=matrix.index_url(chosen),
@@ -99,7 +102,7 @@ def _release(version: str) -> float:
 def request_reasons(row: Row, target: Target) -> list[str]:
     """How `row` differs from what the user asked for (verl, engine, Python)."""
     reasons = []
-    if row.status == "deprecated":
+    if row.deprecated:
         reasons.append("deprecated row")
     if target.verl.value and not _matches_prefix(row.verl.version, target.verl.value):
         reasons.append(f"verl {row.verl.version} is not the requested {target.verl.value}")
@@ -194,11 +197,12 @@ def _distinct(gpus: tuple[GpuSpec, ...]) -> list[GpuSpec]:
     return list(seen.values())
 
 
-def _warnings(row: Row, target: Target) -> list[str]:
+def _warnings(row: Row, target: Target, matrix: Matrix) -> list[str]:
     out = []
     req, driver = row.requires, target.driver.value
-    if row.status != "verified":
-        out.append(f"row {row.id} is {row.status}: its pins were not proven to resolve here")
+    level, words = matrix.proof_of(row)
+    if rank(level) < rank("imports"):
+        out.append(f"row {row.id} is not proven to import: {words}")
     if target.arch.value is None or target.glibc.value is None:
         out.append(
             "CPU architecture or glibc of the target not given, so not checked: the row needs "

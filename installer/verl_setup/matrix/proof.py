@@ -1,0 +1,153 @@
+"""What was shown for each row (matrices/proof.yaml): resolves, installs, imports, gpu.
+
+The record is written by `verl-setup matrix prove` (`make prove`), never by hand, and is kept
+apart from the rows so that proving a row does not change its hash. An entry proves the row only
+while the row's content hash is the one it was proven with; an edited row is unproven again.
+"""
+
+from __future__ import annotations
+
+import datetime
+import json
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+
+from verl_setup.errors import BadInputError
+from verl_setup.matrix.schema import Row
+
+Level = Literal["resolves", "installs", "imports", "gpu"]
+LEVELS: tuple[Level, ...] = ("resolves", "installs", "imports", "gpu")
+PROOF_FILE = "proof.yaml"
+
+
+@dataclass(frozen=True, kw_only=True)
+class Evidence:
+    """One proof step: when, with which tool versions, on what, and what it measured."""
+
+    date: str
+    tool: str
+    detail: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, kw_only=True)
+class RowProof:
+    """The proof steps recorded for one row, and the row hash they were recorded against."""
+
+    row_sha256: str
+    steps: dict[str, Evidence]
+    failed: str | None = None  # the step that failed last time, and why
+
+    def level(self) -> Level | None:
+        """The highest level reached with every level below it also reached."""
+        reached: Level | None = None
+        for level in LEVELS:
+            if level not in self.steps:
+                break
+            reached = level
+        return reached
+
+
+def rank(level: Level | None) -> int:
+    """0 for unproven, 4 for gpu (higher is better proven)."""
+    return 0 if level is None else LEVELS.index(level) + 1
+
+
+@dataclass(frozen=True)
+class ProofBook:
+    """Every row's proof, read from proof.yaml beside the rows file (empty when there is none)."""
+
+    path: Path
+    rows: dict[str, RowProof]
+
+    def for_row(self, row: Row) -> tuple[Level | None, str]:
+        """(level, words): the level this row reached, or None with the reason."""
+        proof = self.rows.get(row.id)
+        if proof is None:
+            return None, "never proven"
+        if proof.row_sha256 != row.content_hash():
+            return None, "proof is stale: the row changed after it was proven"
+        level = proof.level()
+        gpu = "" if "gpu" in proof.steps else "; gpu: no run on a GPU host recorded"
+        if level is None:
+            return None, f"not proven ({proof.failed or 'no step recorded'})"
+        date = proof.steps[level].date
+        failed = f"; last failure: {proof.failed}" if proof.failed else ""
+        return level, f"{level} (proven {date}){gpu}{failed}"
+
+
+def load_proof(rows_path: Path) -> ProofBook:
+    """proof.yaml beside a rows file; a missing file is an empty book, a broken one exit 2."""
+    path = rows_path.parent / PROOF_FILE
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return ProofBook(path=path, rows={})
+    except (OSError, UnicodeDecodeError) as exc:
+        raise BadInputError(f"cannot read {path}: {exc}") from exc
+    try:
+        data = yaml.safe_load(text) or {}
+        rows = {
+            str(row_id): RowProof(
+                row_sha256=str(entry["row_sha256"]),
+                steps={
+                    str(name): Evidence(
+                        date=str(e["date"]), tool=str(e["tool"]), detail=dict(e.get("detail") or {})
+                    )
+                    for name, e in (entry.get("steps") or {}).items()
+                    if name in LEVELS
+                },
+                failed=entry.get("failed"),
+            )
+            for row_id, entry in (data.get("rows") or {}).items()
+        }
+    except (yaml.YAMLError, AttributeError, KeyError, TypeError, ValueError) as exc:
+        raise BadInputError(f"{path}: not a proof record ({exc}); regenerate it with `make prove`") from exc
+    return ProofBook(path=path, rows=rows)
+
+
+def record(book: ProofBook, row: Row, steps: dict[str, Evidence], failed: str | None) -> ProofBook:
+    """Write one row's new proof into the book's file (atomically) and return the new book.
+
+    Steps carried over from an earlier proof of the same row hash survive (a `gpu` step recorded
+    on a GPU host is not lost when the CPU-side proof is re-run), unless a step below them failed.
+    """
+    earlier = book.rows.get(row.id)
+    merged: dict[str, Evidence] = {}
+    if earlier is not None and earlier.row_sha256 == row.content_hash() and failed is None:
+        merged.update(earlier.steps)
+    merged.update(steps)
+    rows = dict(book.rows)
+    rows[row.id] = RowProof(row_sha256=row.content_hash(), steps=merged, failed=failed)
+    data = {
+        "schema": 1,
+        "rows": {
+            row_id: {
+                "row_sha256": p.row_sha256,
+                **({"failed": p.failed} if p.failed else {}),
+                "steps": {
+                    name: {"date": e.date, "tool": e.tool, "detail": _plain(e.detail)}
+                    for name, e in sorted(p.steps.items(), key=lambda kv: LEVELS.index(kv[0]))
+                },
+            }
+            for row_id, p in sorted(rows.items())
+        },
+    }
+    header = "# Written by `verl-setup matrix prove` (make prove); do not edit by hand.\n"
+    tmp = book.path.with_name(f".{book.path.name}.{os.getpid()}.tmp")
+    tmp.write_text(header + yaml.safe_dump(data, sort_keys=False, width=100), encoding="utf-8")
+    tmp.replace(book.path)
+    return ProofBook(path=book.path, rows=rows)
+
+
+def today() -> str:
+    """The date a proof step is recorded with (UTC)."""
+    return datetime.datetime.now(datetime.timezone.utc).date().isoformat()
+
+
+def _plain(detail: dict[str, Any]) -> dict[str, Any]:
+    """Only JSON-able values go into the record."""
+    return dict(json.loads(json.dumps(detail, default=str)))

@@ -1,0 +1,150 @@
+"""One recipe, three readings: `install`, the rendered setup-venv.sh and the Dockerfile run the same
+uv steps, in the same order, with the same packages, indexes and options."""
+
+from __future__ import annotations
+
+import re
+import shlex
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from tests.render_scenarios import SCENARIOS, Scenario, plan_for, render_scenario
+from verl_setup.errors import InstallError
+from verl_setup.install import PythonChoice, uv_commands
+from verl_setup.recipe import build_recipe
+
+SENTINEL = "OVERRIDES"
+
+
+def _normalise(tokens: list[str]) -> list[str]:
+    """The arguments after `uv pip install`, minus what only says where (interpreter, cache, file)."""
+    out, skip = [], False
+    for i, arg in enumerate(tokens):
+        if skip:
+            skip = False
+        elif arg == "--python":
+            skip = True
+        elif arg != "--no-cache":
+            out.append(SENTINEL if i > 0 and tokens[i - 1] == "--override" else arg)
+    return out
+
+
+def _after_install(tokens: list[str]) -> list[str] | None:
+    for i in range(len(tokens) - 2):
+        if tokens[i].endswith("uv") and tokens[i + 1 : i + 3] == ["pip", "install"]:
+            return _normalise(tokens[i + 3 :])
+    return None
+
+
+def from_install(scenario: Scenario) -> list[list[str]]:
+    plan = plan_for(scenario)
+    recipe = build_recipe(
+        plan, flash_attn=scenario.options.get("flash_attn", "auto"), nvcc_version=plan.row.torch.cuda
+    )
+    choice = PythonChoice(request=plan.python, version=plan.python, source="test")
+    commands = uv_commands("uv", Path("/stage"), choice, recipe, None)
+    return [_normalise(c.argv[3:]) for c in commands if c.step is not None]
+
+
+def from_script(scenario: Scenario, tmp_path: Path) -> list[list[str]]:
+    (script,) = [f for f in render_scenario(scenario, ("venv",)) if f.name == "setup-venv.sh"]
+    path = tmp_path / "setup-venv.sh"
+    path.write_text(script.content)
+    out = subprocess.run(
+        ["bash", str(path), "--dry-run", "--python", "/usr/bin/python3", "--venv", str(tmp_path / "v")],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=60,
+    )
+    steps = []
+    for line in out.stdout.splitlines():
+        if line.startswith("+ ") and " pip install " in line:
+            found = _after_install(shlex.split(line[2:]))
+            if found is not None:
+                steps.append(found)
+    return steps
+
+
+def from_dockerfile(scenario: Scenario) -> list[list[str]]:
+    (dockerfile,) = [f for f in render_scenario(scenario, ("docker",)) if f.name == "Dockerfile"]
+    text = re.sub(r"\\\n", " ", dockerfile.content)
+    steps = []
+    for line in text.splitlines():
+        if line.startswith("RUN ") and "uv pip install" in line:
+            found = _after_install(
+                shlex.split(line[4:].replace("--mount=type=cache,target=/root/.cache/uv", ""))
+            )
+            if found is not None:
+                steps.append(found)
+    return steps
+
+
+@pytest.mark.parametrize("scenario", [s for s in SCENARIOS if s.name != "hostile"], ids=lambda s: s.name)
+def test_install_script_and_dockerfile_run_the_same_uv_steps(scenario: Scenario, tmp_path: Path) -> None:
+    expected = from_install(scenario)
+    assert len(expected) >= 3  # torch, the engine or companions, verl at least
+    assert from_script(scenario, tmp_path) == expected
+    assert from_dockerfile(scenario) == expected
+
+
+def test_the_order_is_torch_then_engine_then_flash_attn_then_verl() -> None:
+    (scenario,) = [s for s in SCENARIOS if s.name == "h200-drv580-py312-vllm"]  # builds flash-attn
+    recipe = build_recipe(plan_for(scenario), flash_attn="build", nvcc_version="13.0", cores=8, memory_gib=64)
+    assert [s.name for s in recipe.steps] == [
+        "torch",
+        "engine",
+        "flash-attn-build-requires",
+        "flash-attn",
+        "verl",
+    ]
+    fa = recipe.steps[3]
+    assert fa.no_build_isolation
+    assert dict(fa.env) == {"MAX_JOBS": "8"}
+    assert "flash-attn==2.8.3" in fa.requirements
+    assert not any(r.startswith("flash-attn") for r in recipe.steps[-1].requirements)
+    assert "flash-attn==2.8.3" in recipe.verify_pins
+
+
+def test_max_jobs_follows_memory_when_memory_is_the_limit() -> None:
+    (scenario,) = [s for s in SCENARIOS if s.name == "h200-drv580-py312-vllm"]
+    recipe = build_recipe(
+        plan_for(scenario), flash_attn="build", nvcc_version="13.0", cores=64, memory_gib=24
+    )
+    assert dict(recipe.steps[3].env) == {"MAX_JOBS": "6"}
+
+
+def test_a_prebuilt_wheel_is_chosen_for_torch_2_6_with_the_old_abi_and_the_python() -> None:
+    (scenario,) = [s for s in SCENARIOS if s.name == "a100-drv550-verl04"]
+    recipe = build_recipe(plan_for(scenario))
+    fa = recipe.flash_attn
+    assert fa is not None
+    assert fa.mode == "wheel"
+    assert fa.cxx11abi is False
+    assert fa.url is not None
+    assert fa.url.endswith(
+        "/v2.7.4.post1/flash_attn-2.7.4.post1+cu12torch2.6cxx11abiFALSE-cp310-cp310-linux_x86_64.whl"
+    )
+
+
+def test_no_wheel_and_no_choice_is_one_line_naming_both_ways_out() -> None:
+    (scenario,) = [s for s in SCENARIOS if s.name == "h200-drv580-py312-vllm"]
+    with pytest.raises(InstallError) as caught:
+        build_recipe(plan_for(scenario))
+    message = str(caught.value)
+    assert "\n" not in message
+    assert "no wheel for torch 2.11" in message
+    assert "--build-flash-attn" in message
+    assert "--without flash-attn" in message
+    assert "use_remove_padding=False" in message  # what verl 0.9 then needs, from its code
+    assert "nothing was changed" in message
+
+
+def test_a_build_with_nvcc_of_another_cuda_major_is_refused() -> None:
+    (scenario,) = [s for s in SCENARIOS if s.name == "h200-drv580-py312-vllm"]
+    with pytest.raises(InstallError, match=r"nvcc is CUDA 12\.4, torch 2\.11\.0 is built with CUDA 13\.0"):
+        build_recipe(plan_for(scenario), flash_attn="build", nvcc_version="12.4")
+    with pytest.raises(InstallError, match=r"needs nvcc of CUDA 13\.0"):
+        build_recipe(plan_for(scenario), flash_attn="build", nvcc_version=None)
