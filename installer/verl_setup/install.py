@@ -106,8 +106,8 @@ def choose_python(wanted: str, found: Sequence[PythonInterpreter], *, downloads:
     exact_name = wanted if wanted != minor else f"{minor}.x"
     raise InstallError(
         f"no Python {minor} found (looked on PATH, in pyenv's versions folder and among uv-managed "
-        f"Pythons) and downloads are off: install Python {exact_name} (`uv python install {wanted}` or "
-        f"`pyenv install {exact_name}`), or drop --no-python-downloads to let uv download it"
+        f"Pythons) and downloads are off (--no-python-downloads or UV_PYTHON_DOWNLOADS): install Python "
+        f"{exact_name} (`uv python install {wanted}` or `pyenv install {exact_name}`), or allow downloads"
     )
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import hashlib
 import json
 import os
 import signal
@@ -27,10 +28,25 @@ TINY_MATRIX = TINY / "verl.yaml"
 TIMEOUT = 300
 
 
+def _tiny_cache() -> str:
+    """A uv cache for the tiny matrix alone, named by the stand-ins' bytes: uv caches a find-links
+    wheel by its file name, so a rebuilt stand-in must not meet its old copy."""
+    digest = hashlib.sha256()
+    for path in sorted((TINY / "wheels").iterdir()):
+        digest.update(path.name.encode() + path.read_bytes())
+    return str(Path.home() / ".cache" / "verl-setup-tests" / f"uv-tiny-{digest.hexdigest()[:12]}")
+
+
 def tiny_env(**more: str) -> dict[str, str]:
     """The environment for a verl-setup run on the tiny matrix (stand-in wheels via find-links)."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("VERL_SETUP_")}
-    return {**env, "UV_FIND_LINKS": str(TINY / "wheels"), "UV_PYTHON_DOWNLOADS": "never", **more}
+    return {
+        **env,
+        "UV_FIND_LINKS": str(TINY / "wheels"),
+        "UV_PYTHON_DOWNLOADS": "never",
+        "UV_CACHE_DIR": _tiny_cache(),
+        **more,
+    }
 
 
 def cli(
@@ -86,9 +102,11 @@ def test_install_builds_a_verified_relocated_env_with_a_manifest(tmp_path: Path)
     assert result.returncode == 0, result.stderr
     steps = [line.split("] ", 1)[1].split(":")[0] for line in result.stderr.splitlines() if "] " in line]
     assert steps[:1] == ["plan"]
-    assert [s for s in steps if s != "warning"][-6:] == [
+    assert [s for s in steps if s != "warning"][-8:] == [
         "venv",
-        "install",
+        "torch",
+        "engine",
+        "verl",
         "verify",
         "manifest",
         "swap",
@@ -121,11 +139,17 @@ def test_dry_run_prints_the_exact_uv_commands_and_changes_nothing(tmp_path: Path
     assert result.returncode == 0, result.stderr
     lines = result.stdout.splitlines()
     venv = next(line for line in lines if " venv " in line)
-    pip = next(line for line in lines if " pip install " in line)
+    pips = [line for line in lines if " pip install " in line]
     assert "--relocatable" in venv
     assert venv.split()[-1] == str(tmp_path / f".env.staging-{venv.split('-')[-1]}")
-    assert "requirements.in" in pip
-    assert "#   torch==0.0.2+tiny" in lines
+    assert pips[0].endswith(" torch==0.0.2+tiny")  # torch first, alone
+    assert pips[-1].split(" --python ")[1].split()[1:] == [
+        "verl==0.0.2+tiny",
+        "torch==0.0.2+tiny",
+        "six==1.17.0",
+        "idna==3.10",
+    ]
+    assert "# torch: torch 0.0.2+tiny" in lines
     assert list(tmp_path.iterdir()) == []
 
 
@@ -166,27 +190,26 @@ def test_no_interpreter_for_the_row_is_a_clear_error(tmp_path: Path) -> None:
     result = install(tmp_path / "env", "--python", "3.14")
     assert result.returncode == 4
     assert "no Python 3.14 found" in result.stderr
-    assert "--allow-python-downloads" in result.stderr
+    assert "downloads are off" in result.stderr
     assert not (tmp_path / "env").exists()
 
 
-def test_allowing_python_downloads_asks_uv_for_the_exact_version(tmp_path: Path) -> None:
-    dry = install(tmp_path / "env", "--python", "3.14", "--allow-python-downloads", "--dry-run")
+def test_by_default_uv_is_asked_for_the_exact_version(tmp_path: Path) -> None:
+    downloads = {k: v for k, v in tiny_env(UV_HTTP_RETRIES="0").items() if k != "UV_PYTHON_DOWNLOADS"}
+    dry = install(tmp_path / "env", "--python", "3.14", "--dry-run", env=downloads)
     assert dry.returncode == 0, dry.stderr
     assert " --python 3.14.0 " in dry.stdout  # the row's exact version, for uv to find or download
-    real = install(
-        tmp_path / "env", "--python", "3.14", "--allow-python-downloads", env=tiny_env(UV_HTTP_RETRIES="0")
-    )
+    real = install(tmp_path / "env", "--python", "3.14", env=downloads)
     if real.returncode == 0:  # a machine that can reach uv's Python downloads
         assert json.loads((tmp_path / "env" / "verl-setup.json").read_text())["python"]["version"] == "3.14.0"
     else:
         assert real.returncode == 4
-        assert real.stderr.splitlines()[-1].startswith("verl-setup: error: uv venv failed: ")
+        assert real.stderr.splitlines()[-1].startswith("verl-setup: error: uv (venv) failed: ")
         assert not (tmp_path / "env").exists()
         assert leftovers(tmp_path / "env") == []
 
 
-STEPS = ["python", "venv", "install", "verify", "manifest", "swap"]
+STEPS = ["python", "venv", "torch", "engine", "verl", "verify", "manifest", "swap"]
 
 
 def run_until(prefix: Path, step: str, sig: int) -> tuple[int, str]:

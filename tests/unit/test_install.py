@@ -79,7 +79,7 @@ def test_no_interpreter_and_no_downloads_names_both_ways_out_and_is_exit_4() -> 
     assert "no Python 3.9 found" in message
     assert "uv python install 3.9.18" in message
     assert "pyenv install 3.9.18" in message
-    assert "--no-python-downloads" in message
+    assert "--no-python-downloads or UV_PYTHON_DOWNLOADS" in message
     assert caught.value.exit_code == 4
 
 
