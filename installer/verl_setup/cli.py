@@ -28,6 +28,11 @@ def add_plan_flags(p: argparse.ArgumentParser) -> None:
     g.add_argument("--engine", choices=("vllm", "sglang", "none"), help="rollout engine")
     g.add_argument("--policy", choices=("compat", "strict"), help="driver policy (default compat)")
     g.add_argument(
+        "--row",
+        metavar="ID",
+        help="this matrix row instead of selecting one (what it fails becomes warnings)",
+    )
+    g.add_argument(
         "--matrix", type=Path, metavar="FILE", help="use this rows file instead of the bundled one"
     )
 
@@ -86,7 +91,7 @@ def _run_plan(args: argparse.Namespace) -> int:
 
 def _add_matrix(sub: Any) -> None:
     p = sub.add_parser("matrix", help="the compatibility data itself")
-    msub = p.add_subparsers(dest="matrix_cmd", required=True, metavar="list|show|validate")
+    msub = p.add_subparsers(dest="matrix_cmd", required=True, metavar="list|show|validate|prove")
     ls = msub.add_parser("list", help="every row, one line each")
     ls.add_argument("--json", action="store_true")
     ls.add_argument("--matrix", type=Path, metavar="FILE")
@@ -100,6 +105,14 @@ def _add_matrix(sub: Any) -> None:
     val.add_argument("file", nargs="?", type=Path)
     val.add_argument("--json", action="store_true")
     val.set_defaults(run=_run_matrix_validate)
+    prove = msub.add_parser(
+        "prove", help="resolve, install and import-probe rows for real; record proof.yaml"
+    )
+    prove.add_argument("ids", nargs="*", metavar="ROW", help="rows to prove (default: every row)")
+    prove.add_argument("--matrix", type=Path, metavar="FILE")
+    prove.add_argument("--json", action="store_true", help="machine-readable results (schema 1)")
+    prove.add_argument("--no-record", action="store_true", help="do not write proof.yaml")
+    prove.set_defaults(run=_run_matrix_prove)
 
 
 def _run_matrix_list(args: argparse.Namespace) -> int:
@@ -128,6 +141,14 @@ def _run_matrix_show(args: argparse.Namespace) -> int:
     else:
         sys.stdout.write(report.row_text(row, matrix))
     return 0
+
+
+def _run_matrix_prove(args: argparse.Namespace) -> int:
+    from verl_setup.matrix.load import load_matrix  # noqa: PLC0415
+    from verl_setup.prove import command  # noqa: PLC0415
+
+    matrix = load_matrix(args.matrix)
+    return command(args.ids, matrix, json_out=args.json, keep_record=not args.no_record, out=sys.stdout)
 
 
 def _run_matrix_validate(args: argparse.Namespace) -> int:

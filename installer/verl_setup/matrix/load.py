@@ -12,7 +12,7 @@ from packaging.version import InvalidVersion, Version
 
 from verl_setup.errors import BadInputError
 from verl_setup.matrix.cuda import CudaRules
-from verl_setup.matrix.proof import Level, ProofBook, load_proof
+from verl_setup.matrix.proof import PROOF_FILE, Level, ProofBook, load_proof
 from verl_setup.matrix.schema import Builder, CudaFile, Row, RowsFile
 from verl_setup.matrix.yamlread import YamlError, read_yaml
 from verl_setup.paths import data_dir
@@ -29,7 +29,11 @@ class Matrix:
     rows_file: RowsFile
     cuda: CudaRules
     sha256: str
-    proof: ProofBook
+
+    @property
+    def proof(self) -> ProofBook:
+        """The proof record beside the rows file, as it is on disk now (`matrix prove` rewrites it)."""
+        return _proof(self.path, _stamp(self.path.parent / PROOF_FILE))
 
     def proof_of(self, row: Row) -> tuple[Level | None, str]:
         """The proof level the row reached (None: unproven) and the words for it."""
@@ -54,6 +58,19 @@ class Matrix:
         if row.torch.index == "default":
             return None
         return self.rows_file.indexes[row.torch.index].url
+
+
+def _stamp(path: Path) -> tuple[int, int]:
+    try:
+        info = path.stat()
+    except OSError:
+        return (0, 0)
+    return (info.st_mtime_ns, info.st_size)
+
+
+@lru_cache(maxsize=8)
+def _proof(rows_path: Path, _stamp: tuple[int, int]) -> ProofBook:
+    return load_proof(rows_path)
 
 
 def default_matrix_path() -> Path:
@@ -103,9 +120,11 @@ def check(path: Path) -> tuple[list[str], Matrix | None]:
         problems += _check_rows(rows_file, CudaRules(cuda_file), str(path))
     if problems or cuda_file is None or rows_file is None:
         return problems, None
-    return [], Matrix(
-        path, rows_file, CudaRules(cuda_file), hashlib.sha256(raw).hexdigest(), load_proof(path)
-    )
+    try:
+        load_proof(path)  # a broken proof record is reported like the rest
+    except BadInputError as exc:
+        return [str(exc)], None
+    return [], Matrix(path, rows_file, CudaRules(cuda_file), hashlib.sha256(raw).hexdigest())
 
 
 def _check_cuda(facts: CudaFile, file: str) -> list[str]:

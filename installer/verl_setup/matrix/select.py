@@ -93,6 +93,24 @@ def select(target: Target, matrix: Matrix) -> Plan:
     )
 
 
+def plan_row(target: Target, matrix: Matrix, row_id: str) -> Plan:
+    """A plan for one named row (`--row`): what it fails on this target is a warning, not a refusal."""
+    row = matrix.row(row_id)
+    reasons = request_reasons(row, target) + host_reasons(row, target, matrix)
+    python, python_warnings = _python_for(row, target)
+    forced = [f"row {row.id} was asked for with --row although: {reason}" for reason in reasons]
+    return Plan(
+        row=row,
+        python=python,
+        policy=target.policy.value,
+        target=target,
+        warnings=tuple(forced + _warnings(row, target, matrix) + python_warnings),
+        rejected=(),
+        matrix=matrix,
+        index_url=matrix.index_url(row),
+    )
+
+
 def _release(version: str) -> float:
     """A sortable number for a version (newest verl first)."""
     release = (*Version(version).release, 0, 0, 0)
