@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: run test lint golden bench clean
+.PHONY: run test lint golden bench prove clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -26,6 +26,11 @@ lint: $(STAMP)
 	$(BIN)/ruff check installer tests bench
 	$(BIN)/ruff format --check installer tests bench
 	$(BIN)/mypy
+
+# Real installs plus the import probe, row by row (every row, or ROW="id ..."); records
+# matrices/proof.yaml. About a minute per row with a warm uv cache, 5-10 GB of disk per row.
+prove: $(STAMP)
+	$(BIN)/verl-setup matrix prove $(ROW)
 
 golden: $(STAMP)
 	VERL_SETUP_REGEN_GOLDEN=1 $(BIN)/python -m pytest tests/unit/test_render.py -q -k golden

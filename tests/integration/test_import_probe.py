@@ -1,0 +1,88 @@
+"""The import probe in a real child interpreter, over a stand-in verl tree on PYTHONPATH: which
+modules it derives from the installed verl, how it names a missing package, a module that needs a
+GPU, and a hang."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+from verl_setup.import_probe import run_probe
+from verl_setup.uv import explain_failure
+
+
+def tree(root: Path, files: dict[str, str]) -> Path:
+    for name, text in files.items():
+        path = root / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+    return root
+
+
+VERL_09 = {
+    "verl/__init__.py": "",
+    "verl/trainer/__init__.py": "",
+    "verl/trainer/main_ppo.py": "",
+    "verl/workers/__init__.py": "",
+    "verl/workers/engine_workers.py": "import fastapi_missing_here\n",  # as verl 0.9.1 without verl-core
+    "verl/workers/rollout/__init__.py": "",
+    "verl/workers/rollout/vllm_rollout/__init__.py": "",
+    "verl/workers/rollout/vllm_rollout/vllm_async_server.py": "",
+    "verl/workers/rollout/vllm_rollout/_private.py": "raise SystemExit('never imported')\n",
+    "verl/checkpoint_engine/__init__.py": "",
+    "verl/checkpoint_engine/base.py": "",
+    "vllm/__init__.py": "",
+    "vllm/entrypoints/__init__.py": "",
+    "vllm/entrypoints/llm.py": "raise ImportError('libcuda.so.1: cannot open shared object file')\n",
+}
+
+
+def env_with(path: Path) -> dict[str, str]:
+    return {**os.environ, "PYTHONPATH": str(path)}
+
+
+def test_the_module_list_comes_from_the_installed_verl_and_failures_are_named(tmp_path: Path) -> None:
+    root = tree(tmp_path, VERL_09)
+    result = run_probe(Path(sys.executable), "vllm", 120, env_with(root))
+    outcome = {m.module: m.outcome for m in result.modules}
+    assert list(outcome)[:4] == [
+        "verl",
+        "verl.trainer.main_ppo",
+        "verl.workers.engine_workers",
+        "verl.workers.rollout.vllm_rollout.vllm_async_server",
+    ]
+    assert "verl.workers.fsdp_workers" not in outcome  # this verl has none
+    assert "verl.workers.rollout.vllm_rollout._private" not in outcome
+    assert outcome["verl.checkpoint_engine.base"] == "ok"
+    assert outcome["verl.workers.engine_workers"] == "failed"
+    assert outcome["vllm.entrypoints.llm"] == "gpu"  # needs libcuda.so.1: not a failure here
+    failed = result.failures()
+    assert [m.module for m in failed] == ["verl.workers.engine_workers"]
+    assert failed[0].missing == "fastapi_missing_here"
+    assert "missing module fastapi_missing_here (not installed)" in failed[0].line()
+    assert not result.ok
+    assert result.summary().startswith(
+        f"{sum(o == 'ok' for o in outcome.values())} imported, 1 need a GPU, 1 failed"
+    )
+
+
+def test_a_hanging_import_is_cut_at_the_timeout_and_named(tmp_path: Path) -> None:
+    root = tree(tmp_path, {**VERL_09, "verl/trainer/main_ppo.py": "import time\ntime.sleep(600)\n"})
+    result = run_probe(Path(sys.executable), "vllm", 5, env_with(root))
+    assert result.timed_out_in == "verl.trainer.main_ppo"
+    assert [m.module for m in result.modules] == ["verl"]
+    assert "timed out importing verl.trainer.main_ppo" in result.summary()
+
+
+def test_uv_failures_are_explained_by_package_and_cause() -> None:
+    conflict = (
+        "  x No solution found when resolving dependencies:\n"
+        "  `-> Because vllm==0.24.0 depends on torch==2.11.0 and you require torch==2.10.0, we can conclude "
+        "that your requirements are unsatisfiable.\n"
+    )
+    assert explain_failure(conflict).startswith(
+        "the pins conflict: `-> Because vllm==0.24.0 depends on torch"
+    )
+    offline = "error: Failed to fetch: `https://example.invalid/simple/six/`\n  Caused by: dns error\n"
+    assert "could not be reached" in explain_failure(offline)
