@@ -22,11 +22,11 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from verl_setup.environment.install import choose_python
+from verl_setup.environment.uv import compile_command, find_uv, install_command, venv_command, write_inputs
 from verl_setup.host.pythons import detect_pythons
-from verl_setup.install import choose_python
-from verl_setup.planning import make_plan
-from verl_setup.target import Request
-from verl_setup.uv import compile_command, find_uv, install_command, venv_command, write_inputs
+from verl_setup.plan.make import make_plan
+from verl_setup.plan.target import Request
 
 VERL_SETUP = [sys.executable, "-m", "verl_setup"]
 ENV = {**os.environ, "UV_PYTHON_DOWNLOADS": "never"}

@@ -50,7 +50,7 @@ def add_recipe_flags(p: argparse.ArgumentParser) -> None:
 
 
 def _plan(args: argparse.Namespace) -> Any:
-    from verl_setup.planning import plan_from_args  # noqa: PLC0415  # lazy: keeps --help fast
+    from verl_setup.plan.make import plan_from_args  # noqa: PLC0415  # lazy: keeps --help fast
 
     return plan_from_args(args, os.environ)
 
@@ -62,7 +62,7 @@ def _add_detect(sub: Any) -> None:
 
 
 def _run_detect(args: argparse.Namespace) -> int:
-    from verl_setup import report  # noqa: PLC0415
+    from verl_setup import output as report  # noqa: PLC0415
     from verl_setup.host.detect import detect  # noqa: PLC0415
 
     facts = detect()
@@ -79,7 +79,7 @@ def _add_plan(sub: Any) -> None:
 
 
 def _run_plan(args: argparse.Namespace) -> int:
-    from verl_setup import report  # noqa: PLC0415
+    from verl_setup import output as report  # noqa: PLC0415
 
     plan = _plan(args)
     if args.json:
@@ -116,7 +116,7 @@ def _add_matrix(sub: Any) -> None:
 
 
 def _run_matrix_list(args: argparse.Namespace) -> int:
-    from verl_setup import report  # noqa: PLC0415
+    from verl_setup import output as report  # noqa: PLC0415
     from verl_setup.matrix.load import load_matrix  # noqa: PLC0415
 
     matrix = load_matrix(args.matrix)
@@ -131,7 +131,7 @@ def _run_matrix_list(args: argparse.Namespace) -> int:
 
 
 def _run_matrix_show(args: argparse.Namespace) -> int:
-    from verl_setup import report  # noqa: PLC0415
+    from verl_setup import output as report  # noqa: PLC0415
     from verl_setup.matrix.load import load_matrix  # noqa: PLC0415
 
     matrix = load_matrix(args.matrix)
@@ -144,8 +144,8 @@ def _run_matrix_show(args: argparse.Namespace) -> int:
 
 
 def _run_matrix_prove(args: argparse.Namespace) -> int:
+    from verl_setup.environment.prove import command  # noqa: PLC0415
     from verl_setup.matrix.load import load_matrix  # noqa: PLC0415
-    from verl_setup.prove import command  # noqa: PLC0415
 
     matrix = load_matrix(args.matrix)
     return command(args.ids, matrix, json_out=args.json, keep_record=not args.no_record, out=sys.stdout)
@@ -214,7 +214,7 @@ def _add_artifact_flags(p: argparse.ArgumentParser) -> None:
 
 
 def _run_render(args: argparse.Namespace) -> int:
-    from verl_setup.render_cmd import run_render  # noqa: PLC0415
+    from verl_setup.commands.render import run_render  # noqa: PLC0415
 
     return run_render(args, _plan(args))
 
@@ -240,7 +240,7 @@ def _add_install(sub: Any) -> None:
 
 
 def _run_install(args: argparse.Namespace) -> int:
-    from verl_setup.install import command  # noqa: PLC0415
+    from verl_setup.environment.install import command  # noqa: PLC0415
 
     return command(args, os.environ, sys.stdout)
 
@@ -255,7 +255,7 @@ def _add_lock(sub: Any) -> None:
 
 
 def _run_lock(args: argparse.Namespace) -> int:
-    from verl_setup.lock import command  # noqa: PLC0415
+    from verl_setup.environment.lock import command  # noqa: PLC0415
 
     return command(args, os.environ, sys.stdout)
 
@@ -279,7 +279,7 @@ def _add_verify(sub: Any) -> None:
 
 
 def _run_verify(args: argparse.Namespace) -> int:
-    from verl_setup.verify import command  # noqa: PLC0415
+    from verl_setup.environment.verify import command  # noqa: PLC0415
 
     return command(args, os.environ, sys.stdout)
 
@@ -326,8 +326,8 @@ def _add_docker(sub: Any) -> None:
 
 
 def _run_docker_build(args: argparse.Namespace) -> int:
-    from verl_setup import docker_build  # noqa: PLC0415
-    from verl_setup.render_cmd import options_from_args  # noqa: PLC0415
+    from verl_setup.commands.render import options_from_args  # noqa: PLC0415
+    from verl_setup.environment import image as docker_build  # noqa: PLC0415
 
     return docker_build.run(args, _plan(args), options_from_args(args), sys.stdout)
 

@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 
 from tests.conftest import run_cli
-from verl_setup.doctor.hf_cache import cache_result, resolve_paths
+from verl_setup.doctor.checks.hf_cache import cache_result, resolve_paths
 
 NOBODY = 65534
 SECRET = "hf_doctorMustNeverPrintThis123"  # noqa: S105  # a planted fake token, asserted absent

@@ -28,9 +28,9 @@ from typing import Any
 import pytest
 
 from tests.conftest import run_cli
-from verl_setup.doctor import rayprobe
+from verl_setup.doctor.probes import ray as rayprobe
+from verl_setup.environment.uv import find_uv
 from verl_setup.host.detect import detect
-from verl_setup.uv import find_uv
 
 pytestmark = [pytest.mark.slow, pytest.mark.serial]
 

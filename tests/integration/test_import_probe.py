@@ -8,8 +8,8 @@ import os
 import sys
 from pathlib import Path
 
-from verl_setup.import_probe import run_probe
-from verl_setup.uv import explain_failure
+from verl_setup.environment.probe import run_probe
+from verl_setup.environment.uv import explain_failure
 
 
 def tree(root: Path, files: dict[str, str]) -> Path:

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from verl_setup.staging import Layout
+from verl_setup.environment.staging import Layout
 
 pytestmark = [pytest.mark.network, pytest.mark.slow]
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from tests.integration.test_install import TINY_MATRIX, cli, install, installed_row, leftovers
-from verl_setup.lock import read_lock
+from verl_setup.environment.lock import read_lock
 
 pytestmark = [pytest.mark.network, pytest.mark.slow]
 

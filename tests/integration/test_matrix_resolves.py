@@ -14,10 +14,10 @@ from pathlib import Path
 import pytest
 from packaging.utils import canonicalize_name
 
+from verl_setup.environment.uv import compile_command, find_uv, uv_env, write_inputs
 from verl_setup.matrix.load import load_matrix
 from verl_setup.matrix.schema import Row
-from verl_setup.runner import run
-from verl_setup.uv import compile_command, find_uv, uv_env, write_inputs
+from verl_setup.util.runner import run
 
 MATRIX = load_matrix()
 UV_TIMEOUT = 300.0

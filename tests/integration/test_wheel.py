@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from verl_setup.runner import run
-from verl_setup.uv import find_uv
+from verl_setup.environment.uv import find_uv
+from verl_setup.util.runner import run
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -45,7 +45,7 @@ def test_wheel_installs_into_a_fresh_venv_and_lists_the_matrix(tmp_path: Path) -
         [
             str(venv / "bin/python"),
             "-c",
-            "from verl_setup.paths import data_dir; print(data_dir('templates'))",
+            "from verl_setup.util.paths import data_dir; print(data_dir('templates'))",
         ],
         timeout=60,
         cwd=str(outside),

@@ -12,16 +12,16 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import FIXTURES, NVIDIA, host, run_cli
+from verl_setup.doctor.checks.cuda import check_cuda, driver_vs_torch
+from verl_setup.doctor.checks.gpu_memory import check_gpu_memory
 from verl_setup.doctor.context import Context, Options
-from verl_setup.doctor.cuda_check import check_cuda, driver_vs_torch
-from verl_setup.doctor.envprobe import torch_cuda
-from verl_setup.doctor.gpu_memory import check_gpu_memory
-from verl_setup.doctor.launch import hydra_value, parse_launch
+from verl_setup.doctor.probes.env import torch_cuda
+from verl_setup.doctor.probes.launch_command import hydra_value, parse_launch
 from verl_setup.doctor.result import CheckResult, Evidence, Finding, fold, report_json, report_text
 from verl_setup.host import nvidia, system
 from verl_setup.host.facts import HostFacts, NvidiaDriver
 from verl_setup.matrix.load import load_matrix
-from verl_setup.versions import DriverVersion
+from verl_setup.matrix.versions import DriverVersion
 
 MATRIX = load_matrix()
 RULES = MATRIX.cuda

@@ -13,11 +13,11 @@ from pathlib import Path
 
 import pytest
 
-from verl_setup import staging
+from verl_setup.environment import staging
+from verl_setup.environment.install import choose_python
+from verl_setup.environment.staging import Layout, check_prefix, clean_leftovers, install_lock, swap
 from verl_setup.errors import BadInputError, InstallError
 from verl_setup.host.facts import PythonInterpreter
-from verl_setup.install import choose_python
-from verl_setup.staging import Layout, check_prefix, clean_leftovers, install_lock, swap
 
 
 def interpreter(
@@ -171,7 +171,7 @@ def test_a_second_install_fails_at_once_naming_the_holder(tmp_path: Path) -> Non
             os.close(fd)
         probe = (
             "import sys; from pathlib import Path\n"
-            "from verl_setup.staging import Layout, install_lock\n"
+            "from verl_setup.environment.staging import Layout, install_lock\n"
             "from verl_setup.errors import InstallError\n"
             "try:\n"
             "    with install_lock(Layout(prefix=Path(sys.argv[1])), wait_s=0, say=print): pass\n"
@@ -209,7 +209,7 @@ def test_stream_children_die_with_a_killed_parent(tmp_path: Path) -> None:
     child_code = f"import os, time; open({str(pidfile)!r}, 'w').write(str(os.getpid())); time.sleep(60)"
     parent = (
         "import sys\n"
-        "from verl_setup.runner import stream\n"
+        "from verl_setup.util.runner import stream\n"
         f"stream([sys.executable, '-c', {child_code!r}], timeout=120)\n"
     )
     proc = subprocess.Popen([sys.executable, "-c", parent])

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
+from verl_setup.environment.lock import parse, render, uv_error
 from verl_setup.errors import BadInputError, InstallError
-from verl_setup.lock import parse, render, uv_error
 
 FIELDS = {
     "row": "cpu",

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from tests.conftest import run_cli
 from verl_setup.matrix.load import check, default_matrix_path, load_matrix
-from verl_setup.paths import data_dir
+from verl_setup.util.paths import data_dir
 
 BUNDLED = default_matrix_path()
 

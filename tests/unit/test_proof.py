@@ -13,7 +13,7 @@ from tests.conftest import run_cli
 from verl_setup.errors import BadInputError
 from verl_setup.matrix.load import load_matrix
 from verl_setup.matrix.proof import Evidence, load_proof, record
-from verl_setup.paths import data_dir
+from verl_setup.util.paths import data_dir
 
 EVIDENCE = Evidence(date="2026-12-01", tool="verl-setup test", detail={"python": "3.12.1"})
 

@@ -17,7 +17,7 @@ import yaml
 from tests.conftest import run_cli
 from tests.render_scenarios import GOLDEN, HOSTILE_HF_HOME, SCENARIOS, Scenario, plan_for, render_scenario
 from verl_setup.errors import BadInputError
-from verl_setup.render import RenderOptions, render
+from verl_setup.render.templates import RenderOptions, render
 
 REGEN = os.environ.get("VERL_SETUP_REGEN_GOLDEN") == "1"
 KUBERAY = Path(__file__).resolve().parents[3] / "shared/reference/kuberay"

@@ -4,9 +4,18 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from verl_setup.cluster import Node, compare_nodes, loopback_env
-from verl_setup.lock import parse, render
-from verl_setup.verify import Dist, Expected, Finding, Report, Snapshot, compare, from_lock, same_version
+from verl_setup.environment.cluster import Node, compare_nodes, loopback_env
+from verl_setup.environment.lock import parse, render
+from verl_setup.environment.verify import (
+    Dist,
+    Expected,
+    Finding,
+    Report,
+    Snapshot,
+    compare,
+    from_lock,
+    same_version,
+)
 
 MARKERS = {"platform_machine": "x86_64", "sys_platform": "linux", "python_version": "3.12"}
 

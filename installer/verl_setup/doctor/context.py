@@ -9,17 +9,17 @@ from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from verl_setup.doctor.envprobe import TargetEnv, choose_python, probe_env
-from verl_setup.doctor.launch import Launch, module_of, parse_launch
-from verl_setup.doctor.verlconfig import VerlConfig, entry_config, load_config
+from verl_setup.doctor.probes.env import TargetEnv, choose_python, probe_env
+from verl_setup.doctor.probes.launch_command import Launch, module_of, parse_launch
+from verl_setup.doctor.probes.verl_config import VerlConfig, entry_config, load_config
 from verl_setup.errors import BadInputError, NoCompatibleRowError
 from verl_setup.host.facts import HostFacts, load_host_file
 from verl_setup.matrix.load import Matrix
 from verl_setup.matrix.schema import Row
-from verl_setup.target import Request, build_target
+from verl_setup.plan.target import Request, build_target
 
 if TYPE_CHECKING:
-    from verl_setup.doctor.rayprobe import RayReading
+    from verl_setup.doctor.probes.ray import RayReading
 
 DEFAULT_MODEL_GIB = 16.0  # a 7-8B model in bf16, the size verl's quickstarts download
 _SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(k|m|g|t)?(i?b)?\s*$", re.IGNORECASE)
@@ -122,7 +122,7 @@ class Context:
                 detect=lambda: self.facts,
                 load_host=load_host_file,
             )
-            from verl_setup.matrix.select import select  # noqa: PLC0415
+            from verl_setup.plan.select import select  # noqa: PLC0415
 
             plan = select(target_facts, self.matrix)
         except (NoCompatibleRowError, BadInputError) as exc:
@@ -132,7 +132,7 @@ class Context:
     @cached_property
     def ray(self) -> RayReading | None:
         """The Ray probe, run once for the checks that need it (None: no address to probe)."""
-        from verl_setup.doctor.rayprobe import probe_ray  # noqa: PLC0415
+        from verl_setup.doctor.probes.ray import probe_ray  # noqa: PLC0415
 
         return probe_ray(self)
 

@@ -10,13 +10,13 @@ import traceback
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
+from verl_setup.doctor.checks.cuda import check_cuda
+from verl_setup.doctor.checks.gpu_memory import check_gpu_memory
+from verl_setup.doctor.checks.hf_cache import check_hf_cache
+from verl_setup.doctor.checks.launch import check_launch
+from verl_setup.doctor.checks.python import check_python
+from verl_setup.doctor.checks.ray import check_ray
 from verl_setup.doctor.context import Context, Options
-from verl_setup.doctor.cuda_check import check_cuda
-from verl_setup.doctor.gpu_memory import check_gpu_memory
-from verl_setup.doctor.hf_cache import check_hf_cache
-from verl_setup.doctor.launch_lint import check_launch
-from verl_setup.doctor.python_check import check_python
-from verl_setup.doctor.ray_check import check_ray
 from verl_setup.doctor.result import CheckResult, report_json, report_text
 from verl_setup.errors import BadInputError, CheckFailedError
 from verl_setup.host.facts import HostFacts

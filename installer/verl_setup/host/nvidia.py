@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from verl_setup.host.facts import Gpu, GpuProcess, NvidiaDriver
-from verl_setup.runner import ProgramError, run
+from verl_setup.util.runner import ProgramError, run
 
 SMI_TIMEOUT = 5.0
 NVML_TIMEOUT = 8.0

@@ -10,7 +10,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from verl_setup.host.facts import PythonInterpreter
-from verl_setup.runner import ProgramError, run
+from verl_setup.util.runner import ProgramError, run
 
 PY_TIMEOUT = 5.0
 

@@ -11,7 +11,7 @@ from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
 
 from verl_setup.host.facts import Container, CudaToolkit, OsFacts, Tool
-from verl_setup.runner import ProgramError, run
+from verl_setup.util.runner import ProgramError, run
 
 TOOL_TIMEOUT = 5.0
 

@@ -1,0 +1,63 @@
+"""`verl-setup render`: options from arguments, render, report each file, write unless told not to."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from verl_setup.environment.install import flash_attn_request
+from verl_setup.errors import BadInputError
+from verl_setup.plan.select import Plan
+from verl_setup.render.templates import RenderOptions, compare, expand_targets, render, write
+
+
+def options_from_args(args: argparse.Namespace) -> RenderOptions:
+    """RenderOptions from the render flags."""
+    if args.nodes < 1:
+        raise BadInputError(f"--nodes {args.nodes}: need at least 1")
+    return RenderOptions(
+        targets=expand_targets(getattr(args, "targets", ["docker"])),
+        base_image=args.base_image,
+        buildkit=args.buildkit,
+        ca_bundle=args.ca_bundle,
+        hf_home=args.hf_home,
+        iface=args.iface,
+        image=args.image,
+        job=args.job,
+        nodes=args.nodes,
+        head_ip=args.head_ip,
+        ray_port=args.ray_port,
+        dashboard_port=args.dashboard_port,
+        venv=args.venv,
+        namespace=args.namespace,
+        gpus_per_node=args.gpu_count,
+        flash_attn=flash_attn_request(args),
+    )
+
+
+def run_render(args: argparse.Namespace, plan: Plan) -> int:
+    """Render; refuse to clobber a changed file without --force (exit 2, naming it)."""
+    files = compare(render(plan, options_from_args(args)), args.out, force=args.force)
+    conflicts = [f.name for f in files if f.status == "changed"]
+    if args.json:
+        report = {
+            "out": str(args.out),
+            "row": plan.row.id,
+            "dry_run": args.dry_run,
+            "files": [{"name": f.name, "status": f.status} for f in files],
+        }
+        sys.stdout.write(json.dumps(report, indent=2) + "\n")
+    else:
+        for f in files:
+            sys.stdout.write(f"{f.status:<10} {args.out / f.name}\n")
+            if args.dry_run and f.status != "unchanged":
+                sys.stdout.write("".join(f"    | {line}\n" for line in f.content.splitlines()))
+    if conflicts and not args.dry_run:
+        raise BadInputError(
+            f"{', '.join(conflicts)} in {args.out} differ from what would be rendered "
+            "(edited by hand?); nothing was written. --force overwrites, --dry-run shows the new text"
+        )
+    if not args.dry_run:
+        write(files, args.out)
+    return 0

@@ -1,0 +1,220 @@
+"""verify --ray: probe every alive node of a running Ray cluster; compare with the head and a lock.
+
+Ray refuses workers whose Python patch differs from the head's, and a torch that differs between
+nodes shows up only mid-training. The driver runs in a child process of the environment's own
+interpreter (it needs that env's ray) under a hard timeout: a client that cannot reach the head
+hangs in ray.init and ignores SIGTERM, so it is SIGKILLed.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TextIO
+
+from verl_setup.environment.lock import Lock
+from verl_setup.environment.verify import PROBE_FUNCTION, Expected, Finding, Snapshot, compare, from_lock
+from verl_setup.errors import CheckFailedError
+from verl_setup.util.runner import ProgramError, run
+
+RESULT_MARK = "VERL_SETUP_RESULT "
+_DRIVER = (
+    PROBE_FUNCTION
+    + r"""
+import json, sys
+address, task_timeout = sys.argv[1], float(sys.argv[2])
+def done(result):
+    sys.stdout.write("\n"""
+    + RESULT_MARK
+    + r"""" + json.dumps(result) + "\n")
+    sys.stdout.flush()
+    sys.exit(0)
+try:
+    import ray
+    from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+    ray.init(address=address, logging_level="ERROR", log_to_driver=False)
+    nodes = [n for n in ray.nodes() if n.get("Alive")]
+except Exception as exc:
+    done({"error": "%s: %s" % (type(exc).__name__, str(exc).strip().splitlines()[0][:300])})
+probe = ray.remote(num_cpus=0)(_probe)
+refs = [probe.options(scheduling_strategy=NodeAffinitySchedulingStrategy(n["NodeID"], soft=False)).remote()
+        for n in nodes]
+ready, _ = ray.wait(refs, num_returns=len(refs), timeout=task_timeout)
+result = []
+for node, ref in zip(nodes, refs):
+    entry = {"node_id": node["NodeID"], "ip": node["NodeManagerAddress"],
+             "head": "node:__internal_head__" in node.get("Resources", {})}
+    if ref in ready:
+        try:
+            entry["probe"] = ray.get(ref)
+        except Exception as exc:
+            entry["error"] = "%s: %s" % (type(exc).__name__, str(exc).strip().splitlines()[-1][:300])
+    else:
+        entry["error"] = ("no answer within %gs (Ray refuses workers whose Python differs from the "
+                          "head's, or the node is busy or unreachable)" % task_timeout)
+    result.append(entry)
+done({"nodes": result})
+"""
+)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Node:
+    """One alive node: its id, address, whether it is the head, and what its worker saw."""
+
+    node_id: str
+    ip: str
+    head: bool
+    snapshot: Snapshot | None
+    error: str | None
+
+    @property
+    def label(self) -> str:
+        """How the report names the node."""
+        return f"{'head' if self.head else 'node'} {self.node_id[:8]} at {self.ip}"
+
+
+def loopback_env(address: str, env: Mapping[str, str]) -> dict[str, str]:
+    """For a cluster on 127.0.0.1, keep the client on loopback (Ray would swap in the host's IP)."""
+    out = dict(env)
+    host = address.rsplit(":", 1)[0].strip("[]") if ":" in address else address
+    try:
+        loopback = host == "localhost" or ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        loopback = False
+    if loopback:
+        out.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")
+    return out
+
+
+def probe_cluster(python: Path, address: str, *, timeout: float, env: Mapping[str, str]) -> list[Node]:
+    """One probe task pinned to each alive node; never waits longer than `timeout` seconds."""
+    task_timeout = max(5.0, timeout * 0.75)
+    argv = [str(python), "-c", _DRIVER, address, f"{task_timeout:g}"]
+    try:
+        out = run(argv, timeout=timeout, env=loopback_env(address, env))
+    except ProgramError as exc:
+        raise CheckFailedError(f"Ray cluster at {address}: {exc} (is the head reachable from here?)") from exc
+    lines = [ln for ln in out.stdout.splitlines() if ln.startswith(RESULT_MARK)]
+    if not lines:
+        tail = (out.stderr.strip().splitlines() or ["no output"])[-1]
+        raise CheckFailedError(f"Ray cluster at {address}: the probe failed ({tail})")
+    data = json.loads(lines[-1][len(RESULT_MARK) :])
+    if "error" in data:
+        raise CheckFailedError(f"cannot verify the Ray cluster at {address} from {python}: {data['error']}")
+    return [
+        Node(
+            node_id=n["node_id"],
+            ip=n["ip"],
+            head=n["head"],
+            snapshot=Snapshot.from_json(n["probe"]) if "probe" in n else None,
+            error=n.get("error"),
+        )
+        for n in data["nodes"]
+    ]
+
+
+def compare_nodes(nodes: list[Node], lock: Lock | None) -> list[tuple[Node, list[Finding], list[str]]]:
+    """Each node against the head (exact Python, platform, every distribution) and the lock."""
+    head = next((n.snapshot for n in nodes if n.head and n.snapshot), None)
+    results = []
+    for node in nodes:
+        findings: list[Finding] = []
+        notes: list[str] = []
+        snap = node.snapshot
+        if snap is None:
+            findings.append(Finding(kind="unreachable", name=node.node_id[:8], note=node.error or ""))
+        elif head is not None:
+            for what, mine, theirs in (
+                ("python", snap.python, head.python),
+                ("platform", snap.platform, head.platform),
+            ):
+                if mine != theirs:
+                    findings.append(Finding(kind="python", name=what, expected=theirs, found=mine))
+            own, more = compare(snap, Expected(source="the head", pins=head.versions(), complete=True))
+            findings += own
+            notes += more
+        if snap is not None and lock is not None:
+            own, more = compare(snap, from_lock(lock, snap.markers))
+            findings += [f for f in own if f not in findings]
+            notes += more
+        results.append((node, findings, notes))
+    return results
+
+
+def verify_cluster(
+    python: Path,
+    address: str,
+    *,
+    lock: Lock | None,
+    timeout: float,
+    env: Mapping[str, str],
+    out: TextIO,
+    as_json: bool,
+) -> int:
+    """`verify --ray ADDRESS`: report every node; exit 5 if any differs or does not answer."""
+    nodes = probe_cluster(python, address, timeout=timeout, env=env)
+    results = compare_nodes(nodes, lock)
+    bad = [(node, findings) for node, findings, _ in results if findings]
+    if as_json:
+        out.write(json.dumps(_json(address, results, lock), indent=2) + "\n")
+    else:
+        out.write(_text(address, results, lock))
+    if bad:
+        parts = [
+            f"{node.label}: "
+            + ", ".join(f"{f.kind} {f.name}" for f in findings[:3])
+            + (", ..." if len(findings) > 3 else "")
+            for node, findings in bad
+        ]
+        raise CheckFailedError(
+            f"Ray cluster at {address}: {len(bad)} of {len(nodes)} nodes differ: " + "; ".join(parts)
+        )
+    return 0
+
+
+def _text(address: str, results: list[tuple[Node, list[Finding], list[str]]], lock: Lock | None) -> str:
+    against = "the head" + (f" and lock {lock.path.name}" if lock else "")
+    lines = [f"Ray cluster at {address}: {len(results)} alive nodes, each compared with {against}"]
+    for node, _, _ in results:
+        s = node.snapshot
+        if s is None:
+            lines.append(f"  {node.label}: {node.error}")
+        else:
+            count = len(s.versions())
+            lines.append(
+                f"  {node.label}: Python {s.python}, {s.platform}, {count} distributions, {s.prefix}"
+            )
+    for node, findings, notes in results:
+        if findings or notes:
+            lines.append(f"{node.label}:")
+            lines += [f.line() for f in findings] + [f"  note       {n}" for n in notes]
+    return "\n".join(lines) + "\n"
+
+
+def _json(
+    address: str, results: list[tuple[Node, list[Finding], list[str]]], lock: Lock | None
+) -> dict[str, Any]:
+    return {
+        "schema": 1,
+        "address": address,
+        "lock": str(lock.path) if lock else None,
+        "ok": not any(findings for _, findings, _ in results),
+        "nodes": [
+            {
+                "node_id": node.node_id,
+                "ip": node.ip,
+                "head": node.head,
+                "python": node.snapshot.python if node.snapshot else None,
+                "platform": node.snapshot.platform if node.snapshot else None,
+                "prefix": node.snapshot.prefix if node.snapshot else None,
+                "error": node.error,
+                "findings": [f.to_json() for f in findings],
+                "notes": notes,
+            }
+            for node, findings, notes in results
+        ],
+    }

@@ -1,0 +1,245 @@
+"""`verl-setup docker build`: render the docker target into a build context, build it through the
+Docker SDK (DOCKER_HOST is honoured, so a podman socket works too), verify the pins inside the
+image, and label the verified image."""
+
+from __future__ import annotations
+
+import dataclasses
+import io
+import json
+import re
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, TextIO
+
+from verl_setup.environment.recipe import build_recipe
+from verl_setup.errors import BadInputError, CheckFailedError, InstallError
+from verl_setup.plan.select import Plan
+from verl_setup.render.templates import RenderedFile, RenderOptions, compare, render, write
+
+# Run inside the image: compare installed versions with the pins (metadata only, fast).
+VERIFY = (
+    "import json, sys\n"
+    "from importlib.metadata import PackageNotFoundError, version\n"
+    "bad = {}\n"
+    "for pin in sys.argv[1:]:\n"
+    "    name, _, want = pin.partition('==')\n"
+    "    name = name.split('[')[0]\n"
+    "    try:\n"
+    "        have = version(name)\n"
+    "    except PackageNotFoundError:\n"
+    "        have = None\n"
+    "    if have != want:\n"
+    "        bad[name] = [want, have]\n"
+    "print(json.dumps({'python': '%d.%d.%d' % sys.version_info[:3], 'mismatches': bad}))\n"
+)
+_STEP_RE = re.compile(r"^Step (\d+)/(\d+) : (.*)$")
+
+
+@dataclass(frozen=True, kw_only=True)
+class ContextEntry:
+    """One file the build context would send."""
+
+    name: str
+    size: int
+
+
+@dataclass(kw_only=True)
+class BuildLog:
+    """What the build printed, step by step, and which steps came from the cache."""
+
+    steps: list[str] = field(default_factory=list)
+    cached: list[str] = field(default_factory=list)
+    tail: list[str] = field(default_factory=list)
+
+    def add(self, line: str) -> None:
+        """Record one line of build output."""
+        m = _STEP_RE.match(line)
+        if m:
+            self.steps.append(m[3])
+        elif "Using cache" in line and self.steps:
+            self.cached.append(self.steps[-1])
+        self.tail = [*self.tail[-39:], line]
+
+
+def context_files(plan: Plan, options: RenderOptions) -> list[RenderedFile]:
+    """The files of the build context: the docker target, nothing else."""
+    return render(plan, dataclasses.replace(options, targets=("docker",)))
+
+
+def describe_context(files: list[RenderedFile]) -> list[ContextEntry]:
+    """Names and sizes of what `docker build` would send."""
+    return [ContextEntry(name=f.name, size=len(f.content.encode())) for f in files]
+
+
+def client() -> Any:
+    """A Docker SDK client from the environment (DOCKER_HOST, DOCKER_TLS_VERIFY, ...), pinged."""
+    try:
+        import docker  # noqa: PLC0415  # heavy; only this command needs it
+    except ImportError as exc:  # pragma: no cover - a declared dependency
+        raise InstallError("the `docker` Python package is missing: pip install docker") from exc
+    try:
+        engine = docker.from_env(timeout=30)
+        engine.ping()
+    except Exception as exc:  # the SDK raises many types for "no engine"
+        raise InstallError(
+            f"no reachable container engine ({_first_line(exc)}): start dockerd or podman, "
+            "or point DOCKER_HOST at its socket"
+        ) from exc
+    return engine
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()
+    return text[0][:200] if text else type(exc).__name__
+
+
+def build(
+    engine: Any,
+    context: Path,
+    tag: str,
+    *,
+    network: str | None,
+    build_args: dict[str, str],
+    progress: TextIO,
+) -> tuple[str, BuildLog, float]:
+    """Build `context` as `tag`; stream progress; InstallError names the failing step."""
+    log = BuildLog()
+    start = time.monotonic()
+    try:
+        stream: Iterator[dict[str, Any]] = engine.api.build(
+            path=str(context),
+            tag=tag,
+            rm=True,
+            forcerm=True,
+            decode=True,
+            network_mode=network,
+            buildargs=build_args or None,
+        )
+        image_id = None
+        for chunk in stream:
+            if "error" in chunk:
+                _fail_step(log, str(chunk["error"]))
+            text = chunk.get("stream", "")
+            for line in text.splitlines():
+                if line.strip():
+                    log.add(line.rstrip())
+                    progress.write(line.rstrip() + "\n")
+            if "aux" in chunk and "ID" in chunk["aux"]:
+                image_id = chunk["aux"]["ID"]
+    except InstallError:
+        raise
+    except Exception as exc:  # API and connection errors from the SDK
+        raise InstallError(f"docker build could not run: {_first_line(exc)}") from exc
+    if image_id is None:
+        image_id = engine.images.get(tag).id
+    return str(image_id), log, time.monotonic() - start
+
+
+def _fail_step(log: BuildLog, error: str) -> None:
+    """Name the step that failed and show the end of its log."""
+    step = log.steps[-1] if log.steps else "(before the first step)"
+    tail = "\n".join(log.tail[-15:])
+    raise InstallError(f"docker build failed at step {step!r}: {error.strip()}\n{tail}")
+
+
+def verify_in_image(engine: Any, tag: str, pins: list[str]) -> dict[str, Any]:
+    """Run the pin check inside the image with its own Python."""
+    try:
+        output = engine.containers.run(tag, ["python", "-c", VERIFY, *pins], remove=True, network_mode="none")
+    except Exception as exc:  # ContainerError, ImageNotFound, APIError
+        raise CheckFailedError(f"verify inside {tag} could not run: {_first_line(exc)}") from exc
+    result: dict[str, Any] = json.loads(output.decode().strip().splitlines()[-1])
+    return result
+
+
+def label_verified(engine: Any, tag: str, row_id: str, python: str) -> None:
+    """Add `io.verl-setup.verified` to the image: a one-instruction build on top of it."""
+    stamp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    value = f"{row_id} python {python} at {stamp}".replace('"', "")
+    dockerfile = f'FROM {tag}\nLABEL io.verl-setup.verified="{value}"\n'
+    try:
+        engine.images.build(fileobj=io.BytesIO(dockerfile.encode()), tag=tag, rm=True)
+    except Exception as exc:
+        raise InstallError(f"could not label {tag}: {_first_line(exc)}") from exc
+
+
+def run(args: Any, plan: Plan, options: RenderOptions, out: TextIO) -> int:
+    """The whole command: context, build, verify, label, optionally push."""
+    files = context_files(plan, options)
+    if args.print_context:
+        entries = describe_context(files)
+        total = sum(e.size for e in entries)
+        if args.json:
+            out.write(
+                json.dumps({"files": [e.__dict__ for e in entries], "total_bytes": total}, indent=2) + "\n"
+            )
+        else:
+            out.writelines(f"{e.size:>10}  {e.name}\n" for e in entries)
+            out.write(f"{total:>10}  bytes in {len(entries)} files (no .git, no caches, no weights)\n")
+        return 0
+    if not args.tag:
+        raise BadInputError("--tag is required to build")
+    if options.buildkit:
+        # The Docker SDK drives the classic builder, which rejects RUN --mount.
+        raise BadInputError(
+            "--buildkit Dockerfiles need BuildKit (`docker buildx build`); render one with "
+            "`verl-setup render docker --buildkit`, or build without --buildkit here"
+        )
+    engine = client()
+    with tempfile.TemporaryDirectory(prefix="verl-setup-ctx-") as tmp:
+        context = args.out or Path(tmp)
+        marked = compare(files, context, force=args.force)
+        changed = [f.name for f in marked if f.status == "changed"]
+        if changed:
+            raise BadInputError(
+                f"{', '.join(changed)} in {context} differ from what would be rendered; "
+                "nothing was built. --force overwrites"
+            )
+        write(marked, context)
+        sys.stderr.write(f"verl-setup: building {args.tag} from {context} (row {plan.row.id})\n")
+        image_id, log, seconds = build(
+            engine, context, args.tag, network=args.network, build_args={}, progress=sys.stderr
+        )
+    pins = list(
+        build_recipe(plan, flash_attn=options.flash_attn, nvcc_version=plan.row.torch.cuda).verify_pins
+    )
+    checked = verify_in_image(engine, args.tag, pins)
+    if checked["mismatches"]:
+        raise CheckFailedError(f"{args.tag}: pins not satisfied inside the image: {checked['mismatches']}")
+    label_verified(engine, args.tag, plan.row.id, checked["python"])
+    image_id = str(engine.images.get(args.tag).id)  # the label step made a new image
+    if args.push:
+        _push(engine, args.tag)
+    report = {
+        "tag": args.tag,
+        "image": image_id,
+        "row": plan.row.id,
+        "seconds": round(seconds, 1),
+        "steps": len(log.steps),
+        "cached_steps": log.cached,
+        "verified": True,
+        "python": checked["python"],
+    }
+    if args.json:
+        out.write(json.dumps(report, indent=2) + "\n")
+    else:
+        out.write(
+            f"built {args.tag} ({image_id[:19]}) for {plan.row.id} in {seconds:.1f}s, "
+            f"{len(log.cached)}/{len(log.steps)} steps from cache; "
+            f"pins verified (Python {checked['python']})\n"
+        )
+    return 0
+
+
+def _push(engine: Any, tag: str) -> None:
+    repository, _, version = tag.rpartition(":") if ":" in tag.rsplit("/", 1)[-1] else (tag, "", "latest")
+    for chunk in engine.images.push(repository, tag=version, stream=True, decode=True):
+        if "error" in chunk:
+            raise InstallError(f"push of {tag} failed: {chunk['error']}")
+        if chunk.get("status"):
+            sys.stderr.write(f"{chunk['status']} {chunk.get('progress', '')}\n")

@@ -1,0 +1,271 @@
+"""Hashed lock files: resolve a row for its target Python and platform, write, read and check.
+
+A lock is `uv pip compile --generate-hashes` output under a header that names the row, the
+matrix and uv, plus the sha256 of the body: `install --lock` refuses a lock edited after it was
+written, and uv refuses any file whose hash differs from the lock's. No timestamps: the same
+row, matrix and index give the same bytes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import re
+import sys
+import tempfile
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, TextIO
+from urllib.parse import unquote
+
+from packaging.utils import canonicalize_name, parse_wheel_filename
+
+from verl_setup.errors import BadInputError, InstallError
+from verl_setup.plan.select import Plan
+
+if TYPE_CHECKING:
+    from verl_setup.environment.recipe import FlashAttnRequest, Recipe
+
+FORMAT_LINE = "# verl-setup lock, format 2: install with `verl-setup install --lock FILE`; do not edit"
+COMPILE_TIMEOUT_S = 900.0
+_KEYS = (
+    "row",
+    "row-sha256",
+    "matrix",
+    "matrix-sha256",
+    "python",
+    "platform",
+    "index-url",
+    "flash-attn",
+    "uv",
+)
+_URL_PIN_RE = re.compile(r"^([A-Za-z0-9][A-Za-z0-9._-]*) @ (\S+\.whl)\s*\\?$")
+_PIN_RE = re.compile(r"^([A-Za-z0-9][A-Za-z0-9._-]*)(?:\[[^\]]*\])?==([^\s;\\]+)\s*(?:;\s*([^\\]+?))?\s*\\?$")
+
+
+@dataclass(frozen=True, kw_only=True)
+class Pin:
+    """One locked distribution (canonical name), with the environment marker uv attached."""
+
+    name: str
+    version: str
+    marker: str | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class Lock:
+    """A lock file's header fields and pins."""
+
+    path: Path
+    fields: dict[str, str]
+    pins: tuple[Pin, ...]
+
+    @property
+    def python(self) -> str:
+        """The exact Python the lock was resolved for."""
+        return self.fields["python"]
+
+    @property
+    def index_url(self) -> str | None:
+        """The row's extra index, or None for the default one."""
+        url = self.fields["index-url"]
+        return None if url == "default" else url
+
+    @property
+    def flash_attn(self) -> str:
+        """How the lock carries flash-attn: wheel (a hashed line), build, without, or none."""
+        return self.fields["flash-attn"].split()[0]
+
+    def flash_attn_request(self, asked: FlashAttnRequest) -> FlashAttnRequest:
+        """The recipe request for installing this lock: what it was made with, unless told to leave it out."""
+        if asked == "without" and self.flash_attn == "wheel":
+            raise BadInputError(
+                f"{self.path} carries the flash-attn wheel, so --without flash-attn cannot leave it out: "
+                "make the lock with --without flash-attn"
+            )
+        if asked == "without" or self.flash_attn in ("without", "none"):
+            return "without"
+        if self.flash_attn == "build":
+            if asked != "build":
+                raise InstallError(
+                    f"{self.path}: flash-attn must be built against torch for this lock (it was made with "
+                    "--build-flash-attn): pass --build-flash-attn, or --without flash-attn"
+                )
+            return "build"
+        return "auto"
+
+    @property
+    def row_id(self) -> str:
+        """The matrix row the lock was made from."""
+        return self.fields["row"]
+
+
+def render(fields: Mapping[str, str], body: str) -> str:
+    """The lock text: header (with the body's sha256), then uv's output unchanged."""
+    lines = [FORMAT_LINE, *(f"# {key}: {fields[key]}" for key in _KEYS)]
+    lines.append(f"# body-sha256: {hashlib.sha256(body.encode()).hexdigest()}")
+    return "\n".join(lines) + "\n" + body
+
+
+def parse(text: str, path: Path) -> Lock:
+    """Read a lock; BadInputError if it is not one, InstallError if it was altered."""
+    lines = text.splitlines(keepends=True)
+    if not lines or lines[0].rstrip("\n") != FORMAT_LINE:
+        raise BadInputError(f"{path}: not a verl-setup lock (make one with `verl-setup lock --out FILE`)")
+    fields: dict[str, str] = {}
+    index = 1
+    for index, line in enumerate(lines[1:], start=1):  # noqa: B007  # index is used after the loop
+        m = re.match(r"^# ([a-z0-9-]+): (.*)$", line.rstrip("\n"))
+        if m is None or m[1] not in (*_KEYS, "body-sha256"):
+            break
+        fields[m[1]] = m[2]
+    else:
+        index = len(lines)
+    missing = [k for k in (*_KEYS, "body-sha256") if k not in fields]
+    if missing:
+        raise BadInputError(f"{path}: lock header lacks {', '.join(missing)}")
+    body = "".join(lines[index:])
+    if hashlib.sha256(body.encode()).hexdigest() != fields["body-sha256"]:
+        raise InstallError(
+            f"{path} was changed after `verl-setup lock` wrote it (its body no longer matches "
+            "body-sha256); regenerate it rather than editing it"
+        )
+    pins = []
+    for line in body.splitlines():
+        m = _PIN_RE.match(line)
+        if m:
+            pins.append(Pin(name=canonicalize_name(m[1]), version=m[2], marker=m[3]))
+        url = _URL_PIN_RE.match(line)
+        if url:
+            # A prebuilt wheel: its file name carries a local label (+cu12torch2.8...) that the
+            # installed metadata does not, so the public version is what verify compares.
+            name, version, _, _ = parse_wheel_filename(unquote(url[2].rsplit("/", 1)[-1]))
+            pins.append(Pin(name=canonicalize_name(name), version=version.public))
+    if not pins:
+        raise BadInputError(f"{path}: the lock pins no distributions")
+    return Lock(path=path, fields=fields, pins=tuple(pins))
+
+
+def read_lock(path: Path) -> Lock:
+    """Read and check a lock file."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise BadInputError(f"cannot read lock {path}: {getattr(exc, 'strerror', None) or exc}") from exc
+    return parse(text, path)
+
+
+def compile_lock(plan: Plan, recipe: Recipe, *, uv: str, env: Mapping[str, str]) -> str:
+    """Resolve the recipe's pins with hashes for its Python and platform; return the lock text.
+
+    flash-attn goes in as its prebuilt wheel (uv hashes the file it downloads), so the lock
+    installs as it stands; a flash-attn to be built is left out and named in the header.
+    """
+    from verl_setup.environment.uv import compile_command, explain_failure, python_platform, uv_version  # noqa: PLC0415
+    from verl_setup.util.runner import ProgramError, run  # noqa: PLC0415
+
+    row, fa = plan.row, recipe.flash_attn
+    final = recipe.step("verl")
+    requirements = list(final.requirements if final else row.requirements())
+    if fa is not None and fa.mode == "wheel":
+        requirements.append(f"flash-attn @ {fa.url}")
+    with tempfile.TemporaryDirectory(prefix="verl-setup-lock-") as tmp:
+        Path(tmp, "requirements.in").write_text("\n".join(requirements) + "\n", encoding="utf-8")
+        overrides = None
+        if row.overrides:
+            overrides = Path("overrides.txt")
+            Path(tmp, overrides).write_text("\n".join(row.overrides) + "\n", encoding="utf-8")
+        # Relative input names, run from the folder: uv's "# via -r requirements.in" notes then
+        # read the same on every machine.
+        argv = compile_command(
+            uv,
+            row=row,
+            matrix=plan.matrix,
+            python=plan.python,
+            requirements=Path("requirements.in"),
+            overrides=overrides,
+            hashes=True,
+        )
+        try:
+            out = run(argv, timeout=COMPILE_TIMEOUT_S, env=env, cwd=tmp)
+        except ProgramError as exc:
+            raise InstallError(f"uv pip compile: {exc}") from exc
+    if out.returncode != 0:
+        raise InstallError(
+            f"row {row.id} does not resolve for Python {plan.python}: {explain_failure(out.stderr)}"
+        )
+    fields = {
+        "row": row.id,
+        "row-sha256": row.content_hash(),
+        "matrix": plan.matrix.path.name,
+        "matrix-sha256": plan.matrix.sha256,
+        "python": plan.python,
+        "platform": python_platform(row),
+        "index-url": plan.index_url or "default",
+        "flash-attn": "none" if fa is None else f"{fa.mode} {fa.version}",
+        "uv": uv_version(uv),
+    }
+    return render(fields, out.stdout)
+
+
+def uv_error(stderr: str) -> str:
+    """uv's failure in one line: its `error:` line and the innermost cause."""
+    lines = [ln.strip() for ln in stderr.splitlines() if ln.strip()]
+    errors = [ln for ln in lines if ln.startswith("error:")]
+    causes = [
+        ln.removeprefix("cause:").removeprefix("Caused by:").strip()
+        for ln in lines
+        if ln.startswith(("cause:", "Caused by:"))
+    ]
+    parts = [errors[0].removeprefix("error:").strip()] if errors else lines[-1:]
+    if causes:
+        parts.append(causes[-1])
+    return ": ".join(parts) or "no message"
+
+
+def command(args: argparse.Namespace, env: Mapping[str, str], out: TextIO) -> int:
+    """`verl-setup lock`: plan, resolve with hashes, write the lock (atomically) or print it."""
+    from verl_setup.environment.install import flash_attn_request, recipe_for  # noqa: PLC0415
+    from verl_setup.environment.uv import find_uv, uv_env  # noqa: PLC0415
+    from verl_setup.plan.make import plan_from_args  # noqa: PLC0415
+
+    start = time.monotonic()
+
+    def say(message: str) -> None:
+        sys.stderr.write(f"[{time.monotonic() - start:6.1f}s] {message}\n")
+
+    to_stdout = args.out is None or str(args.out) == "-"
+    if to_stdout and args.json:
+        raise BadInputError("--json describes a written lock: give --out FILE")
+    plan = plan_from_args(args, env)
+    recipe = recipe_for(plan, flash_attn_request(args), env)
+    say(f"plan: row {plan.row.id}, Python {plan.python}; resolving with hashes")
+    for warning in recipe.warnings:
+        say(f"warning: {warning}")
+    text = compile_lock(plan, recipe, uv=find_uv(), env=uv_env(base=env))
+    pins = len(parse(text, Path("<new lock>")).pins)
+    if to_stdout:
+        out.write(text)
+        return 0
+    path = Path(args.out)
+    tmp = path.with_name(f".{path.name}.tmp")
+    try:
+        tmp.write_text(text, encoding="utf-8")
+        tmp.replace(path)
+    except OSError as exc:
+        raise InstallError(f"cannot write {path}: {exc.strerror or exc}") from exc
+    say(f"wrote {path}: {pins} distributions with hashes")
+    if args.json:
+        summary = {
+            "schema": 1,
+            "out": str(path),
+            "sha256": hashlib.sha256(text.encode()).hexdigest(),
+            "row": plan.row.id,
+            "python": plan.python,
+            "distributions": pins,
+        }
+        out.write(json.dumps(summary, indent=2) + "\n")
+    return 0

@@ -1,0 +1,197 @@
+"""Import what a training run of the installed verl imports, in a child process with a timeout.
+
+The module list is derived from the installed verl (which worker, rollout and checkpoint-engine
+modules its version has), not written per version. Each failure is reported as the module, then
+the missing or broken distribution. Imports that can only succeed with an NVIDIA driver present
+(sgl_kernel loads libcuda.so.1, for example) are reported as `gpu`, not as failures.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+from verl_setup.util.runner import ProgramError, stream
+
+Outcome = Literal["ok", "failed", "gpu", "absent"]
+
+# Runs in the target interpreter: standard library only. One process, so torch loads once; each
+# module is announced before it is imported, so a hang names its module.
+CHILD = r"""
+import importlib, importlib.util, json, pkgutil, sys, time, traceback
+engine = sys.argv[1] if len(sys.argv) > 1 else "none"
+report = sys.argv[2:3] == ["--report"]  # for rendered scripts: words on stderr, exit 1 on a failure
+GPU_SIGNS = ("libcuda.so", "libnvidia-ml", "NVIDIA driver", "no NVIDIA GPU", "CUDA driver",
+             "cudaGetDeviceCount", "nvmlInit", "No CUDA GPUs", "libnvrtc", "Found no NVIDIA")
+def exists(name):
+    try:
+        return importlib.util.find_spec(name) is not None
+    except (ImportError, ValueError):
+        return False
+def children(package):
+    try:
+        spec = importlib.util.find_spec(package)
+    except (ImportError, ValueError):
+        return []
+    if spec is None or not spec.submodule_search_locations:
+        return []
+    return [package + "." + m.name for m in pkgutil.iter_modules(spec.submodule_search_locations)
+            if not m.name.startswith("_")]
+modules = ["verl", "verl.trainer.main_ppo"]
+for name in ("verl.workers.fsdp_workers", "verl.workers.engine_workers", "verl.trainer.fsdp_sft_trainer",
+             "verl.trainer.sft_trainer", "verl.utils.dataset.rl_dataset"):
+    if exists(name):
+        modules.append(name)
+if engine != "none":
+    modules += children("verl.workers.rollout.%s_rollout" % engine)
+    for name in ("verl.checkpoint_engine.base", "verl.checkpoint_engine.nccl_checkpoint_engine"):
+        if exists(name):
+            modules.append(name)
+    modules.append(engine)
+    if engine == "sglang":
+        modules.append("sglang.srt.entrypoints.engine")
+    else:
+        modules.append("vllm.entrypoints.llm")
+# What verl's modules import anyway, named on their own so a broken one is reported by name
+# (a missing one already fails the verl modules above).
+for name in ("flashinfer", "flash_attn", "sgl_kernel", "datasets", "ray", "tensordict", "transformers"):
+    if exists(name):
+        modules.append(name)
+try:
+    import importlib.metadata as md
+    owners = md.packages_distributions()
+except Exception:
+    owners = {}
+failed = False
+for name in modules:
+    if not report:
+        sys.stdout.write(json.dumps({"start": name}) + "\n"); sys.stdout.flush()
+    t = time.monotonic()
+    try:
+        importlib.import_module(name)
+        out = {"module": name, "outcome": "ok"}
+    except BaseException as exc:
+        text = "".join(traceback.format_exception_only(type(exc), exc)).strip().splitlines()[-1]
+        full = traceback.format_exc()
+        missing = getattr(exc, "name", None) if isinstance(exc, ModuleNotFoundError) else None
+        top = (missing or "").split(".")[0]
+        dist = ",".join(owners.get(top, [])) or None
+        gpu = any(s in full for s in GPU_SIGNS)
+        out = {"module": name, "outcome": "gpu" if gpu else "failed", "error": text[:400],
+               "missing": missing, "distribution": dist}
+    out["seconds"] = round(time.monotonic() - t, 2)
+    if report:
+        word = {"ok": "ok", "gpu": "gpu (needs an NVIDIA driver)", "failed": "FAILED"}[out["outcome"]]
+        detail = out.get("error", "")
+        if out.get("missing"):
+            owner = out["distribution"] or "not installed"
+            detail = "missing module %s (%s): %s" % (out["missing"], owner, detail)
+        sys.stderr.write("import probe: %s %s %s\n" % (word, name, detail))
+        failed = failed or out["outcome"] == "failed"
+    else:
+        sys.stdout.write(json.dumps(out) + "\n"); sys.stdout.flush()
+if report:
+    sys.exit(1 if failed else 0)
+"""
+
+
+@dataclass(frozen=True, kw_only=True)
+class ModuleResult:
+    """One module: ok, failed (with the error and the distribution at fault), or needs a GPU."""
+
+    module: str
+    outcome: Outcome
+    seconds: float = 0.0
+    error: str = ""
+    missing: str | None = None
+    distribution: str | None = None
+
+    def line(self) -> str:
+        """One line for the report."""
+        if self.outcome == "ok":
+            return f"  ok      {self.module} ({self.seconds:.1f}s)"
+        if self.outcome == "gpu":
+            return f"  gpu     {self.module}: needs an NVIDIA driver to import ({self.error})"
+        if self.missing:
+            owner = f" (distribution {self.distribution})" if self.distribution else " (not installed)"
+            return f"  FAILED  {self.module}: missing module {self.missing}{owner}: {self.error}"
+        return f"  FAILED  {self.module}: {self.error}"
+
+
+@dataclass(frozen=True, kw_only=True)
+class ProbeResult:
+    """Every module's outcome, and whether the probe finished in time."""
+
+    modules: tuple[ModuleResult, ...]
+    seconds: float
+    timed_out_in: str | None = None
+    crashed: str | None = None
+
+    @property
+    def ok(self) -> bool:
+        """Nothing failed (modules that need a GPU do not count against it)."""
+        return self.timed_out_in is None and self.crashed is None and not self.failures()
+
+    def failures(self) -> list[ModuleResult]:
+        """The modules that failed for a reason other than a missing GPU."""
+        return [m for m in self.modules if m.outcome == "failed"]
+
+    def summary(self) -> str:
+        """One line: counts, and the first failure."""
+        counts = {k: sum(1 for m in self.modules if m.outcome == k) for k in ("ok", "gpu", "failed")}
+        text = f"{counts['ok']} imported, {counts['gpu']} need a GPU, {counts['failed']} failed"
+        if self.timed_out_in:
+            return f"{text}; timed out importing {self.timed_out_in}"
+        if self.crashed:
+            return f"{text}; the probe crashed: {self.crashed}"
+        first = self.failures()[:1]
+        return text + (f" (first: {first[0].line().strip()})" if first else "")
+
+    def text(self) -> str:
+        """The report, one line per module."""
+        lines = [f"import probe ({self.seconds:.1f}s): {self.summary()}"]
+        return "\n".join(lines + [m.line() for m in self.modules]) + "\n"
+
+    def to_json(self) -> dict[str, Any]:
+        """Plain data for --json and the proof record."""
+        return {
+            "ok": self.ok,
+            "seconds": round(self.seconds, 2),
+            "summary": self.summary(),
+            "timed_out_in": self.timed_out_in,
+            "modules": [{k: v for k, v in vars(m).items() if v not in (None, "")} for m in self.modules],
+        }
+
+
+def run_probe(python: Path, engine: str, timeout: float, env: Mapping[str, str] | None = None) -> ProbeResult:
+    """Import the training run's modules with `python`; a hang ends at `timeout` naming its module."""
+    start = time.monotonic()
+    error = None
+    try:
+        out = stream([str(python), "-c", CHILD, engine], timeout=timeout, env=env)
+        stdout, stderr, code = out.stdout, out.stderr, out.returncode
+    except ProgramError as exc:
+        stdout, stderr, code = exc.stdout, "", None
+        error = str(exc)
+    results, current = [], None
+    for line in stdout.splitlines():
+        try:
+            item = json.loads(line)
+        except ValueError:
+            continue
+        if "start" in item:
+            current = item["start"]
+        elif "module" in item:
+            results.append(ModuleResult(**item))
+            current = None
+    seconds = time.monotonic() - start
+    if error is not None or (code not in (0, None) and current is not None):
+        return ProbeResult(modules=tuple(results), seconds=seconds, timed_out_in=current or "start-up")
+    crashed = None
+    if code not in (0, None):
+        crashed = (stderr.strip().splitlines() or [f"exit {code}"])[-1]
+    return ProbeResult(modules=tuple(results), seconds=seconds, crashed=crashed)

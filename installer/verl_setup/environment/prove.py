@@ -1,0 +1,206 @@
+"""`verl-setup matrix prove`: take rows through the path a user takes, and record how far each got.
+
+For each row, with this package's own commands in child processes: `lock --row` (resolves: a
+hashed resolution for the row's Python and platform), `install --row --no-import` into a
+scratch prefix (installs: a real uv install, every pin verified), then `verify` (imports: the
+import probe of what a training run imports). The `gpu` level is never set here: only a run on
+a GPU host records it. Results go to matrices/proof.yaml unless --no-record.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import shutil
+import sys
+import tempfile
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, TextIO
+
+from verl_setup import __version__
+from verl_setup.errors import CheckFailedError
+from verl_setup.matrix.load import Matrix
+from verl_setup.matrix.proof import Evidence, record, today
+from verl_setup.matrix.schema import Row
+from verl_setup.util.runner import ProgramError, stream
+
+STEP_TIMEOUT_S = 3600.0
+
+
+@dataclass(kw_only=True)
+class RowResult:
+    """How far one row got, with the seconds and the evidence of each step."""
+
+    row: str
+    steps: dict[str, Evidence] = field(default_factory=dict)
+    seconds: dict[str, float] = field(default_factory=dict)
+    failed: str | None = None
+    skipped: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        """Plain data for --json."""
+        return {
+            "row": self.row,
+            "reached": list(self.steps),
+            "seconds": self.seconds,
+            "failed": self.failed,
+            "skipped": self.skipped,
+            "detail": {k: v.detail for k, v in self.steps.items()},
+        }
+
+
+def _cli(argv: Sequence[str], env: Mapping[str, str]) -> tuple[int, str, str, float]:
+    start = time.monotonic()
+    try:
+        out = stream([sys.executable, "-m", "verl_setup", *argv], timeout=STEP_TIMEOUT_S, env=env)
+    except ProgramError as exc:
+        return 1, "", str(exc), time.monotonic() - start
+    return out.returncode, out.stdout, out.stderr, time.monotonic() - start
+
+
+def _last_error(stderr: str) -> str:
+    lines = [ln for ln in stderr.splitlines() if ln.startswith("verl-setup: error:")]
+    return (
+        lines[-1].removeprefix("verl-setup: error: ") if lines else (stderr.strip().splitlines() or ["?"])[-1]
+    )
+
+
+def prove_row(row: Row, matrix: Matrix, work: Path, env: Mapping[str, str], say: Any) -> RowResult:
+    """resolves, installs, imports for one row, stopping at the first step that fails."""
+    result = RowResult(row=row.id)
+    if matrix.index_url(row) is not None and env.get("VERL_SETUP_PROVE_EXTRA_INDEXES") != "1":
+        result.skipped = f"its torch comes from {matrix.index_url(row)}, which this run does not reach"
+        return result
+    tool = f"verl-setup {__version__}"
+    common = ["--matrix", str(matrix.path), "--row", row.id, "--without", "flash-attn"]
+    flash = (
+        {"flash-attn": "left out: prebuilt wheels live on GitHub release assets, out of reach here"}
+        if "flash-attn" in row.packages
+        else {}
+    )
+    lock = work / f"{row.id}.lock"
+    say(f"{row.id}: resolves (lock)")
+    code, _, err, seconds = _cli(["lock", *common, "--out", str(lock), "--json"], env)
+    result.seconds["resolves"] = round(seconds, 1)
+    if code != 0:
+        result.failed = f"resolves: {_last_error(err)}"
+        return result
+    header = {k: v for k, v in _header(lock).items() if k in ("python", "platform", "uv")}
+    pins = sum(1 for line in lock.read_text().splitlines() if "==" in line and not line.startswith("#"))
+    lock.unlink()
+    result.steps["resolves"] = Evidence(date=today(), tool=tool, detail={**header, "distributions": pins})
+    prefix = work / row.id
+    say(f"{row.id}: installs (a real uv install, every pin verified)")
+    code, out, err, seconds = _cli(
+        ["install", *common, "--prefix", str(prefix), "--no-python-downloads", "--no-import", "--json"], env
+    )
+    result.seconds["installs"] = round(seconds, 1)
+    try:
+        if code != 0:
+            result.failed = f"installs: {_last_error(err)}"
+            return result
+        manifest = json.loads(out)["manifest"]
+        detail = {
+            "python": manifest["python"]["version"],
+            "platform": manifest["platform"],
+            "uv": manifest["tool"]["uv"],
+            "distributions": len(manifest["distributions"]),
+            "venv_mib": _size_mib(prefix),
+            **flash,
+        }
+        result.steps["installs"] = Evidence(date=today(), tool=tool, detail=detail)
+        say(f"{row.id}: imports (the import probe)")
+        code, out, err, seconds = _cli(["verify", "--prefix", str(prefix), "--json"], env)
+        result.seconds["imports"] = round(seconds, 1)
+        probe = json.loads(out)["import"] if out.strip().startswith("{") else None
+        if code != 0 or probe is None or not probe["ok"]:
+            result.failed = f"imports: {probe['summary'] if probe else _last_error(err)}"
+            return result
+        gpu = [m["module"] for m in probe["modules"] if m["outcome"] == "gpu"]
+        detail = {"modules": len(probe["modules"]), "need_a_gpu": gpu, "seconds": probe["seconds"]}
+        result.steps["imports"] = Evidence(date=today(), tool=tool, detail=detail)
+    finally:
+        shutil.rmtree(prefix, ignore_errors=True)
+    return result
+
+
+def _header(lock: Path) -> dict[str, str]:
+    fields = {}
+    for line in lock.read_text().splitlines():
+        if not line.startswith("# "):
+            break
+        key, _, value = line[2:].partition(": ")
+        fields[key] = value
+    return fields
+
+
+def _size_mib(path: Path) -> int:
+    total = 0
+    for root, _, files in os.walk(path):
+        for name in files:
+            with contextlib.suppress(OSError):
+                total += os.lstat(os.path.join(root, name)).st_size  # noqa: PTH118  # fast walk
+    return total // 2**20
+
+
+def table(results: Sequence[RowResult]) -> str:
+    """The row, resolves, installs, imports table with the seconds of each step."""
+
+    def cell(r: RowResult, level: str) -> str:
+        if level in r.steps:
+            return f"ok {r.seconds.get(level, 0):.0f}s"
+        if r.failed and r.failed.startswith(level):
+            return f"FAIL {r.seconds.get(level, 0):.0f}s"
+        return "-"
+
+    lines = [f"{'row':<28} {'resolves':<10} {'installs':<10} {'imports':<10} gpu"]
+    for r in results:
+        lines.append(
+            f"{r.row:<28} {cell(r, 'resolves'):<10} {cell(r, 'installs'):<10} {cell(r, 'imports'):<10} "
+            "- (needs a GPU host)"
+        )
+        if r.failed:
+            lines.append(f"    failed: {r.failed}")
+        if r.skipped:
+            lines.append(f"    skipped: {r.skipped}")
+    return "\n".join(lines) + "\n"
+
+
+def command(row_ids: Sequence[str], matrix: Matrix, *, json_out: bool, keep_record: bool, out: TextIO) -> int:
+    """Prove the rows (all when none are named); exit 5 if any failed."""
+    rows = [matrix.row(r) for r in row_ids] if row_ids else list(matrix.rows)
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith("VERL_SETUP_") or k.startswith("VERL_SETUP_PROVE")
+    }
+    start = time.monotonic()
+
+    def say(message: str) -> None:
+        sys.stderr.write(f"[{time.monotonic() - start:7.1f}s] {message}\n")
+        sys.stderr.flush()
+
+    book, results = matrix.proof, []
+    with tempfile.TemporaryDirectory(prefix="verl-setup-prove-") as tmp:
+        for row in rows:
+            result = prove_row(row, matrix, Path(tmp), env, say)
+            results.append(result)
+            if keep_record and not result.skipped:
+                book = record(book, row, result.steps, result.failed)
+    if json_out:
+        out.write(json.dumps({"schema": 1, "rows": [r.to_json() for r in results]}, indent=2) + "\n")
+    else:
+        out.write(table(results))
+        out.write(
+            "gpu: set only by a run on a GPU host (detect, doctor and the import probe there); none here\n"
+        )
+    failed = [r.row for r in results if r.failed]
+    if failed:
+        raise CheckFailedError(
+            f"{len(failed)} of {len(results)} rows did not reach `imports`: {', '.join(failed)}"
+        )
+    return 0

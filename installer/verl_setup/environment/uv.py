@@ -1,0 +1,181 @@
+"""uv as we drive it: find the binary, and build the venv, install, sync and compile commands."""
+
+from __future__ import annotations
+
+import functools
+import os
+import re
+import shutil
+from collections.abc import Mapping
+from pathlib import Path
+
+from verl_setup.errors import InstallError
+from verl_setup.matrix.load import Matrix
+from verl_setup.matrix.schema import Row
+
+# Resolve for at least manylinux_2_28: older-glibc rows still install the same wheels there, and
+# it is the platform torch >= 2.7 publishes for.
+MIN_MANYLINUX = (2, 28)
+
+
+def find_uv() -> str:
+    """The uv binary: the one shipped with our `uv` dependency, else uv on PATH."""
+    try:
+        from uv import find_uv_bin  # noqa: PLC0415  # only needed when we actually run uv
+
+        return str(find_uv_bin())
+    except (ImportError, FileNotFoundError):
+        found = shutil.which("uv")
+    if found is None:
+        raise InstallError("uv not found: install it with `python3 -m pip install uv`")
+    return found
+
+
+def python_platform(row: Row) -> str:
+    """uv's --python-platform for a row: its architecture and glibc floor."""
+    major, minor = (int(p) for p in row.requires.glibc.split("."))
+    major, minor = max((major, minor), MIN_MANYLINUX)
+    return f"{row.requires.arch[0]}-manylinux_{major}_{minor}"
+
+
+def write_inputs(row: Row, folder: Path) -> tuple[Path, Path | None]:
+    """requirements.in (and overrides.txt when the row has overrides) for uv."""
+    folder.mkdir(parents=True, exist_ok=True)
+    requirements = folder / "requirements.in"
+    requirements.write_text("\n".join(row.requirements()) + "\n", encoding="utf-8")
+    overrides = None
+    if row.overrides:
+        overrides = folder / "overrides.txt"
+        overrides.write_text("\n".join(row.overrides) + "\n", encoding="utf-8")
+    return requirements, overrides
+
+
+def compile_command(
+    uv: str,
+    *,
+    row: Row,
+    matrix: Matrix,
+    python: str,
+    requirements: Path,
+    overrides: Path | None,
+    hashes: bool = False,
+) -> list[str]:
+    """`uv pip compile` for the row's target Python and platform, from any machine."""
+    argv = [
+        uv, "pip", "compile", str(requirements),
+        "--python-version", python,
+        "--python-platform", python_platform(row),
+        "--no-python-downloads",
+        "--no-header",
+        "--quiet",
+    ]  # fmt: skip
+    if overrides is not None:
+        argv += ["--override", str(overrides)]
+    argv += index_flags(matrix.index_url(row))
+    if hashes:
+        argv.append("--generate-hashes")
+    return argv
+
+
+def index_flags(index_url: str | None) -> list[str]:
+    """The row's extra index: torch lives there, the rest stays on the user's default index."""
+    if index_url is None:
+        return []
+    return ["--extra-index-url", index_url, "--index-strategy", "unsafe-best-match"]
+
+
+def venv_command(uv: str, *, path: Path, python: str) -> list[str]:
+    """`uv venv` for a staging dir: relocatable, since the finished venv is renamed into place."""
+    return [uv, "venv", "--relocatable", "--no-project", "--python", python, str(path)]
+
+
+def install_command(
+    uv: str, *, python_exe: Path, requirements: Path, overrides: Path | None, index_url: str | None
+) -> list[str]:
+    """`uv pip install` of a row's exact pins into the interpreter's environment."""
+    argv = [uv, "pip", "install", "--python", str(python_exe), "-r", str(requirements)]
+    if overrides is not None:
+        argv += ["--override", str(overrides)]
+    return argv + index_flags(index_url)
+
+
+def sync_command(uv: str, *, python_exe: Path, lock: Path, index_url: str | None) -> list[str]:
+    """`uv pip sync` of a hashed lock: exactly its distributions, every hash enforced."""
+    argv = [uv, "pip", "sync", "--python", str(python_exe), "--require-hashes", str(lock)]
+    return argv + index_flags(index_url)
+
+
+@functools.cache
+def uv_version(uv: str) -> str:
+    """`uv --version` as "0.13.9" (recorded in locks and manifests)."""
+    from verl_setup.util.runner import ProgramError, run  # noqa: PLC0415
+
+    try:
+        out = run([uv, "--version"], timeout=30)
+    except ProgramError as exc:
+        raise InstallError(f"cannot run uv: {exc}") from exc
+    parts = out.stdout.split()
+    if out.returncode != 0 or len(parts) < 2:
+        raise InstallError(f"`{uv} --version` failed: {(out.stderr or out.stdout).strip()[:200]}")
+    return parts[1]
+
+
+def uv_env(*, python_downloads: bool = False, base: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The environment for uv: no Python downloads behind the user's back unless they allow them."""
+    env = dict(os.environ if base is None else base)
+    env["UV_PYTHON_DOWNLOADS"] = "automatic" if python_downloads else "never"
+    return env
+
+
+_BUILT = re.compile(r"Failed to (?:build|download and build) `([^`]+)`")
+_PACKAGE = re.compile(r"`([A-Za-z0-9][A-Za-z0-9._-]*)(?:==[^`]*)?`")
+
+
+def explain_failure(stderr: str) -> str:  # noqa: PLR0911  # one return per known cause
+    """uv's failure in one line, led by the package at fault and the likely cause."""
+    from verl_setup.environment.lock import uv_error  # noqa: PLC0415
+
+    message = uv_error(stderr)
+    built = _BUILT.search(stderr)
+    if built and "No module named 'torch'" in stderr:
+        return (
+            f"{built[1]} builds against torch, and uv built it in an isolated environment without "
+            f"torch: it must be installed after torch with --no-build-isolation (for flash-attn: "
+            f"--build-flash-attn, or a prebuilt wheel) (uv: {message})"
+        )
+    if built:
+        return (
+            f"{built[1]} has no wheel for this Python and platform, and building its sdist failed "
+            f"(a compiler, nvcc or a build dependency missing?) (uv: {message})"
+        )
+    if "No solution found" in stderr or "unsatisfiable" in stderr:
+        because = next((ln.strip() for ln in stderr.splitlines() if "Because" in ln), message)
+        return f"the pins conflict: {because}"
+    lowered = stderr.lower()
+    if "certificate" in lowered:
+        return (
+            f"TLS verification failed: does a proxy re-sign HTTPS? pass its CA (--ca-bundle) (uv: {message})"
+        )
+    if any(
+        s in lowered
+        for s in (
+            "failed to fetch",
+            "error sending request",
+            "dns error",
+            "connection refused",
+            "failed to download",
+            "network",
+        )
+    ):
+        what = _PACKAGE.search(stderr)
+        name = f"{what[1]}: " if what else ""
+        return f"{name}the index or a wheel URL could not be reached (network, proxy, index?) (uv: {message})"
+    if (
+        "not found in the package registry" in lowered
+        or "no versions of" in lowered
+        or "was not found" in lowered
+    ):
+        return f"a pinned release is not on the index (yanked, deleted, another index?): {message}"
+    if "no interpreter found" in lowered or "no download found" in lowered:
+        return f"uv could not find or download the Python asked for: {message}"
+    return message

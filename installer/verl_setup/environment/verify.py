@@ -1,0 +1,405 @@
+"""Does an environment (or every node of a Ray cluster) hold what the row, manifest or lock say?
+
+Versions come from the target interpreter's importlib.metadata in a child process (nothing heavy
+is imported); then a real `import verl` proves the stack loads.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+from packaging.markers import InvalidMarker, Marker
+from packaging.utils import canonicalize_name
+from packaging.version import InvalidVersion, Version
+
+from verl_setup.environment.lock import Lock
+from verl_setup.environment.probe import ProbeResult
+from verl_setup.errors import BadInputError, CheckFailedError
+from verl_setup.util.runner import ProgramError, stream
+
+MANIFEST = "verl-setup.json"
+PROBE_TIMEOUT_S = 120.0
+# verl's install docs warn that these get replaced behind its back by other installs.
+WATCHED = frozenset(("torch", "vllm", "sglang", "tensordict", "pyarrow", "nvidia-cudnn-cu12"))
+ENGINES = frozenset(("vllm", "sglang"))
+# Distributions that install the same top-level module: the last one installed wins.
+CONFLICTS = (
+    ("opencv-python", "opencv-python-headless", "opencv-contrib-python", "opencv-contrib-python-headless"),
+    ("pynvml", "nvidia-ml-py"),
+)
+Kind = Literal["missing", "replaced", "changed", "harmful", "duplicate", "python", "unreachable"]
+
+# Runs in the target interpreter (and in each Ray node's workers): standard library only.
+PROBE_FUNCTION = r"""
+def _probe():
+    import importlib.metadata as md, os, platform, socket, sys
+    def full(info):
+        v = "%d.%d.%d" % (info.major, info.minor, info.micro)
+        return v if info.releaselevel == "final" else v + info.releaselevel[0] + str(info.serial)
+    dists = []
+    for d in md.distributions():
+        name = d.metadata["Name"]
+        if name:
+            dists.append([name, d.version, str(d.locate_file(""))])
+    markers = {
+        "implementation_name": sys.implementation.name,
+        "implementation_version": full(sys.implementation.version),
+        "os_name": os.name, "platform_machine": platform.machine(),
+        "platform_release": platform.release(), "platform_system": platform.system(),
+        "platform_version": platform.version(), "python_full_version": platform.python_version(),
+        "platform_python_implementation": platform.python_implementation(),
+        "python_version": ".".join(platform.python_version_tuple()[:2]), "sys_platform": sys.platform,
+    }
+    return {"python": full(sys.version_info), "executable": sys.executable, "prefix": sys.prefix,
+            "platform": sys.platform + "-" + platform.machine(), "hostname": socket.gethostname(),
+            "markers": markers, "distributions": dists}
+"""
+_LOCAL_PROBE = PROBE_FUNCTION + "import json, sys\nsys.stdout.write(json.dumps(_probe()))\n"
+
+
+@dataclass(frozen=True, kw_only=True)
+class Dist:
+    """One installed distribution: canonical name, version, and the folder it was found in."""
+
+    name: str
+    version: str
+    location: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class Snapshot:
+    """What one interpreter sees: its exact version, platform and distributions, in sys.path order."""
+
+    python: str
+    executable: str
+    prefix: str
+    platform: str
+    hostname: str
+    markers: dict[str, str]
+    dists: tuple[Dist, ...]
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> Snapshot:
+        """Build from the probe's output."""
+        dists = tuple(
+            Dist(name=canonicalize_name(n), version=v, location=loc) for n, v, loc in data["distributions"]
+        )
+        fields = ("python", "executable", "prefix", "platform", "hostname")
+        return cls(**{k: str(data[k]) for k in fields}, markers=dict(data["markers"]), dists=dists)
+
+    def versions(self) -> dict[str, str]:
+        """name -> version of the copy import would use (the first on sys.path)."""
+        out: dict[str, str] = {}
+        for d in self.dists:
+            out.setdefault(d.name, d.version)
+        return out
+
+    def duplicates(self) -> dict[str, list[Dist]]:
+        """Distributions installed more than once on sys.path."""
+        seen: dict[str, list[Dist]] = {}
+        for d in self.dists:
+            seen.setdefault(d.name, []).append(d)
+        return {name: copies for name, copies in seen.items() if len(copies) > 1}
+
+
+@dataclass(frozen=True, kw_only=True)
+class Expected:
+    """What should be installed, and whether that list is complete (lock, manifest) or the row's pins."""
+
+    source: str
+    pins: dict[str, str]
+    complete: bool
+    python: str | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class Finding:
+    """One difference that fails verification."""
+
+    kind: Kind
+    name: str
+    expected: str | None = None
+    found: str | None = None
+    note: str = ""
+
+    def line(self) -> str:
+        """The finding as one aligned line of the diff."""
+        if self.kind in ("replaced", "changed", "python"):
+            what = f"{self.name} {self.expected} -> {self.found}"
+        elif self.kind == "missing":
+            what = f"{self.name} {self.expected}"
+        else:
+            what = f"{self.name} {self.found or ''}".rstrip()
+        return f"  {self.kind:<11}{what}" + (f"  ({self.note})" if self.note else "")
+
+    def to_json(self) -> dict[str, str | None]:
+        """The finding as plain data."""
+        return {
+            "kind": self.kind,
+            "name": self.name,
+            "expected": self.expected,
+            "found": self.found,
+            "note": self.note,
+        }
+
+
+@dataclass(frozen=True, kw_only=True)
+class Report:
+    """The result of verifying one environment."""
+
+    snapshot: Snapshot
+    expected: Expected
+    findings: tuple[Finding, ...]
+    notes: tuple[str, ...]
+    probe: ProbeResult | None = None
+
+    @property
+    def import_ok(self) -> bool | None:
+        """Whether the import probe passed (None: not run)."""
+        return None if self.probe is None else self.probe.ok
+
+    @property
+    def import_detail(self) -> str:
+        """The probe's one-line summary."""
+        return "" if self.probe is None else self.probe.summary()
+
+    @property
+    def import_seconds(self) -> float | None:
+        """How long the probe took."""
+        return None if self.probe is None else self.probe.seconds
+
+    @property
+    def ok(self) -> bool:
+        """No finding, and the smoke import (if run) worked."""
+        return not self.findings and self.import_ok is not False
+
+    def summary(self) -> str:
+        """One line for the error message."""
+        kinds: dict[str, list[str]] = {}
+        for f in self.findings:
+            kinds.setdefault(f.kind, []).append(f.name)
+        parts = [
+            f"{len(v)} {k} ({', '.join(v[:4])}{', ...' if len(v) > 4 else ''})" for k, v in kinds.items()
+        ]
+        if self.import_ok is False:
+            parts.append(f"import probe failed: {self.import_detail}")
+        return f"{self.snapshot.prefix} does not match {self.expected.source}: " + "; ".join(parts)
+
+    def text(self) -> str:
+        """The human-readable report."""
+        s = self.snapshot
+        lines = [f"verify {s.prefix} (Python {s.python}, {s.platform}) against {self.expected.source}"]
+        lines += [f.line() for f in self.findings]
+        lines += [f"  note       {n}" for n in self.notes]
+        matched = sum(1 for n, v in self.expected.pins.items() if same_version(s.versions().get(n), v))
+        lines.append(f"  {matched} of {len(self.expected.pins)} expected distributions match")
+        text = "\n".join(lines) + "\n"
+        return text if self.probe is None else text + self.probe.text()
+
+    def to_json(self) -> dict[str, Any]:
+        """The documented `verify --json` object (schema 1)."""
+        s = self.snapshot
+        return {
+            "schema": 1,
+            "ok": self.ok,
+            "prefix": s.prefix,
+            "python": s.python,
+            "platform": s.platform,
+            "expected": {"source": self.expected.source, "complete": self.expected.complete},
+            "findings": [f.to_json() for f in self.findings],
+            "notes": list(self.notes),
+            "distributions": dict(sorted(s.versions().items())),
+            "import": None if self.probe is None else self.probe.to_json(),
+        }
+
+
+def same_version(found: str | None, expected: str) -> bool:
+    """Equal as versions (2.11 == 2.11.0), but a local build label counts (2.11.0+cpu != 2.11.0)."""
+    if found is None:
+        return False
+    try:
+        return Version(found) == Version(expected)
+    except InvalidVersion:
+        return found == expected
+
+
+def probe(python: Path, env: Mapping[str, str] | None = None) -> Snapshot:
+    """Ask the interpreter what it has installed (no package is imported)."""
+    try:
+        out = stream([str(python), "-c", _LOCAL_PROBE], timeout=PROBE_TIMEOUT_S, env=env)
+    except ProgramError as exc:
+        raise CheckFailedError(f"cannot run {python}: {exc}") from exc
+    if out.returncode != 0:
+        raise CheckFailedError(f"{python} could not list its distributions: {last_line(out.stderr)}")
+    return Snapshot.from_json(json.loads(out.stdout))
+
+
+def last_line(text: str) -> str:
+    """The last non-empty line (a traceback's exception line)."""
+    lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
+    return lines[-1] if lines else "no message"
+
+
+def from_lock(lock: Lock, markers: Mapping[str, str]) -> Expected:
+    """A lock's pins that apply to this interpreter (uv's environment markers evaluated)."""
+    pins = {}
+    for pin in lock.pins:
+        try:
+            applies = pin.marker is None or Marker(pin.marker).evaluate(dict(markers))
+        except InvalidMarker as exc:
+            raise BadInputError(f"{lock.path}: bad marker for {pin.name}: {exc}") from exc
+        if applies:
+            pins[pin.name] = pin.version
+    return Expected(source=f"lock {lock.path.name}", pins=pins, complete=True, python=lock.python)
+
+
+def from_requirements(source: str, requirements: list[str]) -> Expected:
+    """A row's pins (`name[extras]==version` lines): only these are known."""
+    pins = {str(canonicalize_name(r.split("==")[0].split("[")[0])): r.split("==")[1] for r in requirements}
+    return Expected(source=source, pins=pins, complete=False)
+
+
+def from_manifest(path: Path) -> Expected | None:
+    """Everything install recorded in the environment's manifest, or None without one."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+        return Expected(
+            source=f"manifest {path} (row {data['row']['id']})",
+            pins={str(canonicalize_name(k)): str(v) for k, v in data["distributions"].items()},
+            complete=True,
+            python=str(data["python"]["version"]),
+        )
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise BadInputError(f"{path}: unreadable verl-setup manifest ({exc})") from exc
+
+
+def compare(snap: Snapshot, expected: Expected) -> tuple[list[Finding], list[str]]:
+    """Findings (missing, replaced, harmful, duplicated) and notes for one environment."""
+    have = snap.versions()
+    findings: list[Finding] = []
+    notes: list[str] = []
+    if expected.python and expected.python != snap.python:
+        if expected.python.split(".")[:2] == snap.python.split(".")[:2]:
+            notes.append(f"Python {snap.python}, {expected.source} was made for {expected.python}")
+        else:
+            findings.append(
+                Finding(kind="python", name="python", expected=expected.python, found=snap.python)
+            )
+    for name, want in sorted(expected.pins.items()):
+        got = have.get(name)
+        if got is None:
+            findings.append(Finding(kind="missing", name=name, expected=want))
+        elif not same_version(got, want):
+            watched = name in WATCHED
+            note = "verl's docs warn about this one being replaced by other installs" if watched else ""
+            kind: Kind = "replaced" if watched else "changed"
+            findings.append(Finding(kind=kind, name=name, expected=want, found=got, note=note))
+    extras = sorted(set(have) - set(expected.pins))
+    for name in extras:
+        if name in ENGINES or (expected.complete and name in WATCHED):
+            findings.append(
+                Finding(kind="harmful", name=name, found=have[name], note=f"not part of {expected.source}")
+            )
+    for group in CONFLICTS:
+        present = [n for n in group if n in have]
+        for name in present[1:] if len(present) > 1 else ():
+            note = f"beside {present[0]}: both install the same module, the last one installed wins"
+            findings.append(Finding(kind="harmful", name=name, found=have[name], note=note))
+    for name, copies in sorted(snap.duplicates().items()):
+        where = ", ".join(f"{d.version} in {d.location}" for d in copies)
+        findings.append(
+            Finding(
+                kind="duplicate", name=name, found=copies[0].version, note=f"{len(copies)} copies: {where}"
+            )
+        )
+    if extras and expected.complete:
+        notes.append(f"{len(extras)} more distributions than {expected.source}: {', '.join(extras[:8])}")
+    return findings, notes
+
+
+def verify_env(
+    python: Path,
+    expected_for: Callable[[Snapshot], Expected],
+    *,
+    import_timeout: float | None,
+    env: Mapping[str, str] | None = None,
+    engine: str | None = None,
+) -> Report:
+    """List distributions, compare with `expected_for(snapshot)`, then run the import probe.
+
+    The probe imports what a training run of the installed verl imports (import_probe.py);
+    `import_timeout` None skips it. The engine is the row's, else the one installed.
+    """
+    from verl_setup.environment.probe import run_probe  # noqa: PLC0415
+
+    snap = probe(python, env)
+    expected = expected_for(snap)
+    findings, notes = compare(snap, expected)
+    if import_timeout is None:
+        return Report(snapshot=snap, expected=expected, findings=tuple(findings), notes=tuple(notes))
+    if engine is None:
+        have = snap.versions()
+        engine = next((e for e in ("vllm", "sglang") if e in have), "none")
+    result = run_probe(python, engine, import_timeout, env)
+    return Report(
+        snapshot=snap, expected=expected, findings=tuple(findings), notes=tuple(notes), probe=result
+    )
+
+
+def target_python(prefix: Path | None, python: str | None, env: Mapping[str, str]) -> Path:
+    """The interpreter to verify: --python, else --prefix, else $VIRTUAL_ENV, else ./.venv."""
+    import shutil  # noqa: PLC0415
+
+    if python is not None:
+        found = python if "/" in python else shutil.which(python)
+        if found is None or not Path(found).exists():
+            raise BadInputError(f"no interpreter {python!r}")
+        return Path(found)
+    root = Path(prefix or env.get("VIRTUAL_ENV") or ".venv")
+    exe = root / "bin" / "python"
+    if not exe.exists():
+        raise BadInputError(f"no environment at {root} (no bin/python): give --prefix PATH or --python EXE")
+    return exe
+
+
+def command(args: Any, env: Mapping[str, str], out: Any) -> int:
+    """`verl-setup verify`: one environment, or with --ray every node of a cluster."""
+    from verl_setup.environment.lock import read_lock  # noqa: PLC0415
+
+    python = target_python(args.prefix, args.python, env)
+    lock = read_lock(args.lock) if args.lock else None
+    if args.ray:
+        from verl_setup.environment.cluster import verify_cluster  # noqa: PLC0415
+
+        return verify_cluster(
+            python, args.ray, lock=lock, timeout=args.timeout, env=env, out=out, as_json=args.json
+        )
+
+    def expected_for(snap: Snapshot) -> Expected:
+        if lock is not None:
+            return from_lock(lock, snap.markers)
+        if args.row:
+            from verl_setup.matrix.load import load_matrix  # noqa: PLC0415
+
+            row = load_matrix(args.matrix).row(args.row)
+            return from_requirements(f"row {row.id}", row.requirements())
+        manifest = from_manifest(Path(snap.prefix) / MANIFEST)
+        if manifest is None:
+            raise BadInputError(
+                f"nothing to compare {snap.prefix} with: it has no {MANIFEST} (not installed by "
+                "verl-setup); give --lock FILE or --row ID"
+            )
+        return manifest
+
+    timeout = None if args.no_import else args.import_timeout
+    report = verify_env(python, expected_for, import_timeout=timeout, env=env)
+    out.write(json.dumps(report.to_json(), indent=2) + "\n" if args.json else report.text())
+    if not report.ok:
+        raise CheckFailedError(report.summary())
+    return 0

@@ -1,0 +1,128 @@
+"""Human-readable text for detect, plan and matrix output (JSON is printed by the CLI)."""
+
+from __future__ import annotations
+
+from verl_setup.host.facts import HostFacts
+from verl_setup.matrix.load import Matrix
+from verl_setup.matrix.schema import Row
+from verl_setup.plan.select import Plan
+
+
+def host_text(facts: HostFacts) -> str:
+    """`verl-setup detect` without --json."""
+    o = facts.os
+    lines = [
+        f"os         {o.distro or '?'} {o.distro_version or ''} | kernel {o.kernel} "
+        f"| glibc {o.glibc or '?'} | {o.arch}",
+        f"container  {facts.container.kind} ({facts.container.evidence})",
+    ]
+    if facts.nvidia is None:
+        lines.append("driver     none (no NVIDIA kernel driver found)")
+    else:
+        n = facts.nvidia
+        cuda = f", CUDA {n.cuda} ({n.cuda_source})" if n.cuda else ""
+        lines.append(f"driver     {n.version} ({n.source}){cuda}")
+    if not facts.gpus:
+        lines.append("gpus       none")
+    for g in facts.gpus:
+        mem = f"{g.memory_free_mib}/{g.memory_total_mib} MiB free" if g.memory_total_mib else "memory ?"
+        procs = f", held by {len(g.processes)} process(es)" if g.processes else ""
+        lines.append(
+            f"gpu {g.index:<6} {g.name} (sm {g.compute_capability or '?'}), {mem}{procs} [{g.source}]"
+        )
+    for t in facts.cuda_toolkits:
+        lines.append(f"cuda       {t.version or '?'} at {t.path}{' (nvcc on PATH)' if t.on_path else ''}")
+    for p in facts.pythons:
+        warn = f"  !! {p.mismatch}" if p.mismatch else ""
+        lines.append(f"python     {p.version:<8} {p.path} [{p.source}]{warn}")
+    for tool in facts.tools:
+        lines.append(f"tool       {tool.name} {tool.version or '?'} at {tool.path}")
+    for name, value in facts.env.items():
+        lines.append(f"env        {name}={value}")
+    lines += [f"note       {note}" for note in facts.notes]
+    return "\n".join(lines) + "\n"
+
+
+def plan_text(plan: Plan, *, explain: bool) -> str:
+    """`verl-setup plan` without --json."""
+    row = plan.row
+    engine = "no engine" if row.engine.name == "none" else f"{row.engine.name} {row.engine.version}"
+    cuda = f"+cu{row.torch.cuda.replace('.', '')}" if row.torch.cuda else ""
+    _, proof = plan.matrix.proof_of(row)
+    lines = [
+        f"selected   {row.id}: verl {row.verl.version}, {engine}, "
+        f"torch {row.torch.version}{cuda}, Python {plan.python} (policy {plan.policy})",
+        f"proof      {proof}",
+        "install    " + " ".join(row.requirements()),
+    ]
+    if plan.index_url:
+        lines.append(f"index      torch from {plan.index_url}")
+    if explain:
+        lines.append("facts used")
+        for name, fact in plan.target.facts_json().items():
+            lines.append(f"  {name:<10} {_short(fact['value'])}  <- {fact['source']}")
+        lines.append("evidence")
+        lines += [f"  {key:<28} {text}" for key, text in row.evidence.items()]
+    lines += [f"warning    {w}" for w in plan.warnings]
+    if explain:
+        lines.append("rejected")
+        for r in plan.rejected:
+            lines.append(f"  {r.id}")
+            lines += [f"      - {reason}" for reason in r.reasons]
+    else:
+        lines.append(f"rejected   {len(plan.rejected)} other rows (--explain says why)")
+    return "\n".join(lines) + "\n"
+
+
+def _short(value: object) -> str:
+    if isinstance(value, list):
+        return ", ".join(f"{g['name']} (sm {g['compute_capability']})" for g in value) or "none"
+    return "-" if value is None else str(value)
+
+
+def matrix_list_text(matrix: Matrix) -> str:
+    """One line per row."""
+    lines = [f"{'id':<28} {'proof':<9} {'verl':<7} {'engine':<20} {'torch':<14} {'cuda':<5} python"]
+    for r in matrix.rows:
+        engine = "none" if r.engine.name == "none" else f"{r.engine.name} {r.engine.version}"
+        level, _ = matrix.proof_of(r)
+        lines.append(
+            f"{r.id:<28} {level or '-':<9} {r.verl.version:<7} {engine:<20} {r.torch.version:<14} "
+            f"{r.torch.cuda or '-':<5} {','.join(r.python.supported)} ({r.python.recommended})"
+        )
+    if not any("gpu" in p.steps for p in matrix.proof.rows.values()):
+        lines.append(
+            "proof levels: resolves < installs < imports < gpu; no row has a run on a GPU host recorded"
+        )
+    return "\n".join(lines) + "\n"
+
+
+def row_text(row: Row, matrix: Matrix) -> str:
+    """One row with requirements and evidence."""
+    req = row.requires
+    lines = [
+        f"{row.id} (line {row.line} of {matrix.path})",
+        f"proof: {matrix.proof_of(row)[1]}",
+        "requirements:",
+    ]
+    lines += [f"  {line}" for line in row.requirements()]
+    if row.overrides:
+        lines.append("overrides: " + "; ".join(row.overrides))
+    index = matrix.index_url(row)
+    lines.append(f"torch index: {index or 'default (your uv index configuration)'}")
+    lines.append(f"python: {', '.join(row.python.supported)} (install {row.python.recommended})")
+    lines.append(f"platform: {', '.join(req.arch)}, glibc >= {req.glibc}")
+    if req.gpu and req.driver and req.compute_capability:
+        lines.append(
+            f"driver: >= {req.driver.compat} (compat), >= {req.driver.strict} (strict); CUDA {req.cuda}"
+        )
+        lines.append(f"compute capability: {req.compute_capability.min} .. {req.compute_capability.max}")
+    else:
+        lines.append("gpu: not needed")
+    lines.append("evidence:")
+    lines += [f"  {key}: {text}" for key, text in row.evidence.items()]
+    lines += [f"known issue: {i.summary} ({i.source})" for i in row.known_issues]
+    if row.notes:
+        lines.append(f"notes: {row.notes}")
+    lines.append(f"hash: {row.content_hash()}")
+    return "\n".join(lines) + "\n"

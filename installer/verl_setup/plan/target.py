@@ -1,0 +1,261 @@
+"""The machine a plan is for: flags > VERL_SETUP_* environment > host file > detection.
+
+Precedence is applied here and only here; each value keeps the name of where it came from.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Generic, Literal, TypeVar
+
+from verl_setup.errors import BadInputError
+from verl_setup.host.facts import HostFacts, PythonInterpreter
+from verl_setup.matrix.cuda import CudaRules
+from verl_setup.matrix.versions import DriverVersion, fmt, parse_minor, parse_python
+
+V = TypeVar("V")
+Policy = Literal["compat", "strict"]
+ENGINES = ("vllm", "sglang", "none")
+
+
+@dataclass(frozen=True)
+class Fact(Generic[V]):
+    """A value and where it came from ("flag --driver", "host file node.json (procfs)", ...)."""
+
+    value: V
+    source: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class GpuSpec:
+    """A GPU as selection sees it: a name (if known) and its compute capability."""
+
+    name: str
+    compute_capability: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class Request:
+    """What the user asked for on the command line (None = not given)."""
+
+    driver: str | None = None
+    gpus: tuple[str, ...] = ()
+    sm: str | None = None
+    gpu_count: int | None = None
+    no_gpu: bool = False
+    python: str | None = None
+    verl: str | None = None
+    engine: str | None = None
+    policy: str | None = None
+    host_file: Path | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class Target:
+    """Every fact selection uses, each with its source."""
+
+    driver: Fact[DriverVersion | None]
+    gpus: Fact[tuple[GpuSpec, ...]]
+    gpu_count: Fact[int]
+    python: Fact[tuple[int, ...] | None]
+    glibc: Fact[str | None]
+    arch: Fact[str | None]
+    verl: Fact[str | None]
+    engine: Fact[str | None]
+    policy: Fact[Policy]
+    # The target's interpreters; `local` says they were detected on this very machine, so an
+    # install can use them without detecting again (a host file's paths belong to another one).
+    host_pythons: tuple[PythonInterpreter, ...] = field(default=())
+    local: bool = False
+    # CUDA toolkits on the target as (path, version): rendering points CUDA_HOME at a match.
+    cuda_toolkits: tuple[tuple[str, str], ...] = field(default=())
+
+    def facts_json(self) -> dict[str, Any]:
+        """The facts as `{name: {value, source}}` for `plan --json`."""
+
+        def plain(value: object) -> object:
+            if isinstance(value, DriverVersion):
+                return str(value)
+            if isinstance(value, tuple) and value and isinstance(value[0], int):
+                return fmt(value)
+            if isinstance(value, tuple):
+                return [{"name": g.name, "compute_capability": g.compute_capability} for g in value]
+            return value
+
+        names = (
+            "driver",
+            "gpus",
+            "gpu_count",
+            "python",
+            "glibc",
+            "arch",
+            "verl",
+            "engine",
+            "policy",
+        )
+        return {n: {"value": plain(getattr(self, n).value), "source": getattr(self, n).source} for n in names}
+
+
+def build_target(
+    request: Request,
+    *,
+    env: Mapping[str, str],
+    rules: CudaRules,
+    detect: Callable[[], HostFacts],
+    load_host: Callable[[Path], HostFacts],
+) -> Target:
+    """Merge flags, VERL_SETUP_* variables, a host file and (only if needed) live detection."""
+    host, host_source = _host_for(request, env, detect, load_host)
+
+    def pick(flag: str | None, flag_name: str, env_name: str) -> tuple[str | None, str]:
+        if flag is not None:
+            return flag, f"flag {flag_name}"
+        if env.get(env_name):
+            return env[env_name], f"env {env_name}"
+        return None, ""
+
+    env_no_gpu = env.get("VERL_SETUP_NO_GPU", "").strip().lower() in {"1", "true", "yes"}
+    no_gpu = request.no_gpu or env_no_gpu
+    no_gpu_source = "flag --no-gpu" if request.no_gpu else "env VERL_SETUP_NO_GPU"
+    driver_text, driver_source = pick(request.driver, "--driver", "VERL_SETUP_DRIVER")
+    if no_gpu:
+        driver = Fact[DriverVersion | None](None, no_gpu_source)
+    elif driver_text is not None:
+        driver = Fact(DriverVersion.parse(driver_text), driver_source)
+    elif host is not None and host.nvidia is not None:
+        driver = Fact(_host_driver(host.nvidia.version, host_source), f"{host_source} ({host.nvidia.source})")
+    else:
+        driver = Fact(None, f"{host_source} (no NVIDIA driver)" if host else "not given")
+
+    gpus = _gpus(
+        request,
+        env=env,
+        rules=rules,
+        host=host,
+        host_source=host_source,
+        no_gpu=no_gpu_source if no_gpu else None,
+    )
+    count_text, count_source = pick(
+        None if request.gpu_count is None else str(request.gpu_count),
+        "--gpu-count",
+        "VERL_SETUP_GPU_COUNT",
+    )
+    if count_text is not None:
+        if not count_text.isdigit():
+            raise BadInputError(f"bad GPU count {count_text!r}: expected a whole number")
+        gpu_count = Fact(int(count_text), count_source)
+    else:
+        gpu_count = Fact(len(gpus.value), gpus.source)
+
+    py_text, py_source = pick(request.python, "--python", "VERL_SETUP_PYTHON")
+    python = Fact(parse_python(py_text) if py_text else None, py_source or "not requested")
+    verl_text, verl_source = pick(request.verl, "--verl", "VERL_SETUP_VERL")
+    if verl_text is not None and not all(p.isdigit() for p in verl_text.split(".")):
+        raise BadInputError(f"bad verl version prefix {verl_text!r}: expected a form like 0.7 or 0.9.1")
+    engine_text, engine_source = pick(request.engine, "--engine", "VERL_SETUP_ENGINE")
+    if engine_text is not None and engine_text not in ENGINES:
+        raise BadInputError(f"bad engine {engine_text!r}: expected one of {', '.join(ENGINES)}")
+    policy_text, policy_source = pick(request.policy, "--policy", "VERL_SETUP_POLICY")
+    if policy_text not in (None, "compat", "strict"):
+        raise BadInputError(f"bad policy {policy_text!r}: expected compat or strict")
+    policy: Fact[Policy] = Fact("strict" if policy_text == "strict" else "compat", policy_source or "default")
+
+    return Target(
+        driver=driver,
+        gpus=gpus,
+        gpu_count=gpu_count,
+        python=python,
+        glibc=_os_fact(env, "VERL_SETUP_GLIBC", host.os.glibc if host else None, host_source),
+        arch=_os_fact(env, "VERL_SETUP_ARCH", host.os.arch if host else None, host_source),
+        verl=Fact(verl_text, verl_source or "not requested"),
+        engine=Fact(engine_text, engine_source or "not requested"),
+        policy=policy,
+        host_pythons=host.pythons if host else (),
+        local=host_source == "detected",
+        cuda_toolkits=tuple((t.path, t.version) for t in host.cuda_toolkits if t.version) if host else (),
+    )
+
+
+def _host_for(
+    request: Request,
+    env: Mapping[str, str],
+    detect: Callable[[], HostFacts],
+    load_host: Callable[[Path], HostFacts],
+) -> tuple[HostFacts | None, str]:
+    """The host file if given; no host when flags describe another machine; else detection."""
+    host_file = request.host_file or (Path(env["VERL_SETUP_HOST"]) if env.get("VERL_SETUP_HOST") else None)
+    if host_file is not None:
+        return load_host(host_file), f"host file {host_file}"
+    # Flags that describe a GPU node mean "plan for another machine": this machine's own
+    # glibc, CPU and GPUs must not leak into that plan, so detection is skipped.
+    flags = (request.driver, request.gpus, request.sm)
+    if any(flags) or any(env.get(f"VERL_SETUP_{n}") for n in ("DRIVER", "GPU", "SM")):
+        return None, "not given"
+    return detect(), "detected"
+
+
+def _os_fact(env: Mapping[str, str], name: str, value: str | None, host_source: str) -> Fact[str | None]:
+    if env.get(name):
+        return Fact(env[name], f"env {name}")
+    if value is None:
+        return Fact(None, "not given (use --host FILE or " + name + ")")
+    return Fact(value, f"{host_source} (uname, confstr)")
+
+
+def _host_driver(text: str, host_source: str) -> DriverVersion:
+    try:
+        return DriverVersion.parse(text)
+    except BadInputError as exc:
+        raise BadInputError(f"{host_source}: {exc}") from exc
+
+
+def _gpus(
+    request: Request,
+    *,
+    env: Mapping[str, str],
+    rules: CudaRules,
+    host: HostFacts | None,
+    host_source: str,
+    no_gpu: str | None,
+) -> Fact[tuple[GpuSpec, ...]]:
+    if no_gpu:
+        return Fact((), no_gpu)
+    sm_text = request.sm or env.get("VERL_SETUP_SM") or None
+    sm_source = "flag --sm" if request.sm else "env VERL_SETUP_SM"
+    sm = None
+    if sm_text:
+        major, minor = parse_minor(sm_text, "compute capability")
+        sm = f"{major}.{minor}"
+    names: tuple[str, ...] = request.gpus
+    source = "flag --gpu"
+    if not names and env.get("VERL_SETUP_GPU"):
+        names = tuple(n.strip() for n in env["VERL_SETUP_GPU"].split(",") if n.strip())
+        source = "env VERL_SETUP_GPU"
+    if names:
+        specs = []
+        for name in names:
+            cc = sm or rules.compute_capability(name)
+            if cc is None:
+                raise BadInputError(f"unknown GPU {name!r}: give its compute capability with --sm X.Y")
+            specs.append(GpuSpec(name=name, compute_capability=cc))
+        return Fact(tuple(specs), source + (" + --sm" if sm else " (GPU table)"))
+    if sm is not None:
+        count = max(1, len(host.gpus) if host else 1)
+        return Fact(
+            tuple(GpuSpec(name=f"sm {sm}", compute_capability=sm) for _ in range(count)),
+            sm_source,
+        )
+    if host is None:
+        return Fact((), "not given")
+    specs = []
+    for gpu in host.gpus:
+        cc = gpu.compute_capability or rules.compute_capability(gpu.name)
+        if cc is None:
+            raise BadInputError(
+                f"{host_source}: GPU {gpu.name!r} has no known compute capability; pass --sm X.Y"
+            )
+        specs.append(GpuSpec(name=gpu.name, compute_capability=cc))
+    sources = sorted({g.source for g in host.gpus})
+    return Fact(tuple(specs), f"{host_source} ({', '.join(sources) or 'no GPUs'})")

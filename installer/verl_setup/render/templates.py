@@ -1,0 +1,268 @@
+"""Render a Plan into files through the one Jinja environment: scripts, Dockerfile, env, Ray, Slurm,
+KubeRay. Values from users or hosts reach shell and Dockerfiles only through the quoting filters."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shlex
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from verl_setup import __version__
+from verl_setup.environment.probe import CHILD as PROBE_CODE
+from verl_setup.environment.recipe import FlashAttnRequest, Recipe, build_recipe
+from verl_setup.errors import BadInputError
+from verl_setup.plan.select import Plan
+from verl_setup.render.values import EnvVar, environment, nvidia_require_cuda
+from verl_setup.util.paths import data_dir
+
+# Target -> (template, output file name, executable).
+TARGETS: dict[str, tuple[tuple[str, str, bool], ...]] = {
+    "venv": (("setup-venv.sh.jinja", "setup-venv.sh", True),),
+    "docker": (
+        ("Dockerfile.jinja", "Dockerfile", False),
+        ("dockerignore.jinja", ".dockerignore", False),
+        ("verl-setup-probe.py.jinja", "verl-setup-probe.py", False),
+    ),
+    "env": (("env.sh.jinja", "env.sh", False), ("env.list.jinja", "env.list", False)),
+    "ray": (
+        ("ray-head.sh.jinja", "ray-head.sh", True),
+        ("ray-worker.sh.jinja", "ray-worker.sh", True),
+        ("runtime_env.yaml.jinja", "runtime_env.yaml", False),
+    ),
+    "slurm": (("verl.sbatch.jinja", "verl.sbatch", True),),
+    "kuberay": (
+        ("raycluster.yaml.jinja", "raycluster.yaml", False),
+        ("rayjob.yaml.jinja", "rayjob.yaml", False),
+    ),
+}
+UV_VERSION = "0.13.9"  # the uv the rendered scripts install when the machine has none
+CA_FILE = "ca-bundle.crt"
+
+Status = Literal["create", "unchanged", "changed", "overwrite"]
+
+
+@dataclass(frozen=True, kw_only=True)
+class RenderOptions:
+    """Everything besides the Plan that shapes the files."""
+
+    targets: tuple[str, ...]
+    base_image: str | None = None
+    buildkit: bool = False
+    ca_bundle: Path | None = None
+    hf_home: str | None = None
+    iface: str | None = None
+    image: str | None = None
+    job: str | None = None
+    nodes: int = 1
+    head_ip: str = "127.0.0.1"
+    ray_port: int = 6379
+    dashboard_port: int = 8265
+    venv: str = ".venv"
+    namespace: str = "default"
+    gpus_per_node: int | None = None
+    flash_attn: FlashAttnRequest = "auto"
+    extra: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, kw_only=True)
+class RenderedFile:
+    """One output file and what writing it would do."""
+
+    name: str
+    content: str
+    executable: bool
+    status: Status = "create"
+
+
+def expand_targets(names: list[str]) -> tuple[str, ...]:
+    """`all` means every target; unknown names are bad input."""
+    out: list[str] = []
+    for name in names:
+        if name == "all":
+            out += [t for t in TARGETS if t not in out]
+        elif name in TARGETS:
+            out += [] if name in out else [name]
+        else:
+            raise BadInputError(f"unknown render target {name!r}: choose from {', '.join([*TARGETS, 'all'])}")
+    return tuple(out)
+
+
+def _shell(value: object) -> str:
+    """One shell word that is exactly `value`, never expanded or split."""
+    text = str(value)
+    if not any(c in text for c in "$`"):
+        return shlex.quote(text)
+    # Single quotes would do, but shellcheck (SC2016) then flags every literal "$(": double
+    # quotes with $, `, " and \ escaped are just as literal.
+    return '"' + "".join("\\" + c if c in '$`"\\' else c for c in text) + '"'
+
+
+def _docker(value: object) -> str:
+    """A double-quoted Dockerfile value: no variable expansion, no line break."""
+    text = str(value)
+    if "\n" in text or "\r" in text:
+        raise BadInputError(f"value {text!r} contains a line break, which a Dockerfile cannot carry")
+    return '"' + text.replace("\\", "\\\\").replace('"', '\\"').replace("$", "\\$") + '"'
+
+
+def _yaml(value: object) -> str:
+    """A YAML scalar: a JSON string is valid YAML and quotes everything that needs it."""
+    return json.dumps(str(value))
+
+
+def _envfile(value: object) -> str:
+    """docker --env-file takes the rest of the line literally; only a line break cannot pass."""
+    text = str(value)
+    if "\n" in text or "\r" in text:
+        raise BadInputError(f"value {text!r} contains a line break, which env.list cannot carry")
+    return text
+
+
+def jinja_env() -> Any:
+    """The one Jinja environment: StrictUndefined, trailing newline kept, the quoting filters."""
+    import jinja2  # noqa: PLC0415  # only rendering needs Jinja
+
+    env = jinja2.Environment(
+        loader=jinja2.FileSystemLoader(str(data_dir("templates"))),
+        undefined=jinja2.StrictUndefined,
+        keep_trailing_newline=True,
+        trim_blocks=True,
+        lstrip_blocks=True,
+        autoescape=False,  # noqa: S701  # shell, Dockerfile and YAML, not HTML; quoting is explicit
+        # bash writes ${#array[@]}; Jinja's default "{#" comment marker would swallow it.
+        comment_start_string="{##",
+        comment_end_string="##}",
+    )
+    env.filters.update(sh=_shell, docker=_docker, yaml=_yaml, envfile=_envfile)
+    return env
+
+
+# An image reference: registry/name:tag@digest, nothing a Dockerfile would read as syntax.
+_IMAGE_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._/-]*(:[A-Za-z0-9._-]+)?(@sha256:[0-9a-f]{64})?$")
+
+
+def _check_values(options: RenderOptions) -> None:
+    for name, image in (("--base-image", options.base_image), ("--image", options.image)):
+        if image is not None and not _IMAGE_RE.match(image):
+            raise BadInputError(f"{name} {image!r} is not an image reference like registry/name:tag")
+    for name in ("hf_home", "iface", "image", "job", "head_ip", "venv", "namespace", "base_image"):
+        value = getattr(options, name)
+        if isinstance(value, str) and ("\n" in value or "\r" in value or "\0" in value):
+            raise BadInputError(f"--{name.replace('_', '-')} {value!r} contains a line break or NUL")
+
+
+def context(plan: Plan, options: RenderOptions) -> dict[str, Any]:
+    """Everything the templates see (no host paths unless they describe the target)."""
+    _check_values(options)
+    row = plan.row
+    gpus = options.gpus_per_node if options.gpus_per_node is not None else plan.target.gpu_count.value
+    env_vars: list[EnvVar] = environment(plan, options.hf_home, options.iface)
+    return {
+        "version": __version__,
+        "uv_version": UV_VERSION,
+        "plan": plan,
+        "row": row,
+        "python": plan.python,
+        "python_minor": ".".join(plan.python.split(".")[:2]),
+        "requirements": row.requirements(),
+        "recipe": _recipe(plan, options),
+        "overrides_sentinel": OVERRIDES_SENTINEL,
+        "probe_code": PROBE_CODE,
+        "index_url": plan.index_url,
+        "overrides": list(row.overrides),
+        "matrix_sha256": plan.matrix.sha256,
+        "row_hash": row.content_hash(),
+        "env": env_vars,
+        "nvidia_require_cuda": nvidia_require_cuda(row, plan.policy),
+        "base_image": options.base_image or (row.docker.base_image if row.docker else "ubuntu:24.04"),
+        "buildkit": options.buildkit,
+        "ca_bundle": options.ca_bundle is not None,
+        "ca_bundle_path": str(options.ca_bundle) if options.ca_bundle else "",
+        "ca_file": CA_FILE,
+        "hf_home": options.hf_home,
+        "image": options.image or f"verl-setup/{row.id}:latest",
+        "job": options.job,
+        "nodes": options.nodes,
+        "gpus_per_node": gpus,
+        "head_ip": options.head_ip,
+        "ray_port": options.ray_port,
+        "dashboard_port": options.dashboard_port,
+        "ray_version": row.packages.get("ray", ""),
+        "venv": options.venv,
+        "namespace": options.namespace,
+        "loopback": options.head_ip.startswith("127.") or options.head_ip == "localhost",
+    }
+
+
+OVERRIDES_SENTINEL = "@OVERRIDES@"  # where each rendering puts its own overrides file
+
+
+def _recipe(plan: Plan, options: RenderOptions) -> Recipe | None:
+    """The install recipe, for the targets that print it (a build is checked on the target, not here)."""
+    if not {"venv", "docker"} & set(options.targets):
+        return None
+    cuda = plan.row.torch.cuda
+    return build_recipe(plan, flash_attn=options.flash_attn, nvcc_version=cuda, cores=4, memory_gib=16)
+
+
+def render(plan: Plan, options: RenderOptions) -> list[RenderedFile]:
+    """Render every file of the requested targets (nothing is written here)."""
+    env = jinja_env()
+    ctx = context(plan, options)
+    files = []
+    for target in options.targets:
+        for template, name, executable in TARGETS[target]:
+            if name == "rayjob.yaml" and not options.job:
+                continue
+            files.append(
+                RenderedFile(name=name, content=env.get_template(template).render(ctx), executable=executable)
+            )
+    if "docker" in options.targets and options.ca_bundle is not None:
+        try:
+            bundle = options.ca_bundle.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            raise BadInputError(f"cannot read --ca-bundle {str(options.ca_bundle)!r}: {exc}") from exc
+        files.append(RenderedFile(name=CA_FILE, content=bundle, executable=False))
+    return files
+
+
+def compare(files: list[RenderedFile], out: Path, *, force: bool) -> list[RenderedFile]:
+    """Mark each file create/unchanged/changed (or overwrite with force)."""
+    marked = []
+    for f in files:
+        path = out / f.name
+        try:
+            old = path.read_text(encoding="utf-8")
+        except (FileNotFoundError, NotADirectoryError):
+            status: Status = "create"
+        except (OSError, UnicodeDecodeError):
+            status = "overwrite" if force else "changed"
+        else:
+            status = "unchanged" if old == f.content else ("overwrite" if force else "changed")
+        marked.append(RenderedFile(name=f.name, content=f.content, executable=f.executable, status=status))
+    return marked
+
+
+def write(files: list[RenderedFile], out: Path) -> None:
+    """Write created/overwritten files atomically (temp file + rename), scripts executable."""
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise BadInputError(f"cannot create output folder {str(out)!r}: {exc.strerror}") from exc
+    for f in files:
+        if f.status not in ("create", "overwrite"):
+            continue
+        target = out / f.name
+        try:
+            fd, tmp = tempfile.mkstemp(prefix=f".{f.name}.", dir=out)
+            with os.fdopen(fd, "w", encoding="utf-8") as handle:
+                handle.write(f.content)
+            Path(tmp).chmod(0o755 if f.executable else 0o644)
+            Path(tmp).replace(target)
+        except OSError as exc:
+            raise BadInputError(f"cannot write {str(target)!r}: {exc.strerror}") from exc
