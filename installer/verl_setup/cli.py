@@ -62,7 +62,7 @@ def _add_detect(sub: Any) -> None:
 
 
 def _run_detect(args: argparse.Namespace) -> int:
-    from verl_setup import output as report  # noqa: PLC0415
+    from verl_setup.commands import reports as report  # noqa: PLC0415
     from verl_setup.host.detect import detect  # noqa: PLC0415
 
     facts = detect()
@@ -79,7 +79,7 @@ def _add_plan(sub: Any) -> None:
 
 
 def _run_plan(args: argparse.Namespace) -> int:
-    from verl_setup import output as report  # noqa: PLC0415
+    from verl_setup.commands import reports as report  # noqa: PLC0415
 
     plan = _plan(args)
     if args.json:
@@ -116,7 +116,7 @@ def _add_matrix(sub: Any) -> None:
 
 
 def _run_matrix_list(args: argparse.Namespace) -> int:
-    from verl_setup import output as report  # noqa: PLC0415
+    from verl_setup.commands import reports as report  # noqa: PLC0415
     from verl_setup.matrix.load import load_matrix  # noqa: PLC0415
 
     matrix = load_matrix(args.matrix)
@@ -131,7 +131,7 @@ def _run_matrix_list(args: argparse.Namespace) -> int:
 
 
 def _run_matrix_show(args: argparse.Namespace) -> int:
-    from verl_setup import output as report  # noqa: PLC0415
+    from verl_setup.commands import reports as report  # noqa: PLC0415
     from verl_setup.matrix.load import load_matrix  # noqa: PLC0415
 
     matrix = load_matrix(args.matrix)

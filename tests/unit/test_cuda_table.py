@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from verl_setup.matrix.load import load_matrix
-from verl_setup.matrix.versions import DriverVersion, parse_minor
+from verl_setup.util.versions import DriverVersion, parse_minor
 
 RULES = load_matrix().cuda
 TOOLKITS = RULES.facts.toolkits

@@ -21,7 +21,7 @@ from verl_setup.doctor.result import CheckResult, Evidence, Finding, fold, repor
 from verl_setup.host import nvidia, system
 from verl_setup.host.facts import HostFacts, NvidiaDriver
 from verl_setup.matrix.load import load_matrix
-from verl_setup.matrix.versions import DriverVersion
+from verl_setup.util.versions import DriverVersion
 
 MATRIX = load_matrix()
 RULES = MATRIX.cuda

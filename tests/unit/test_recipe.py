@@ -12,8 +12,8 @@ import pytest
 
 from tests.render_scenarios import SCENARIOS, Scenario, plan_for, render_scenario
 from verl_setup.environment.install import PythonChoice, uv_commands
-from verl_setup.environment.recipe import build_recipe
 from verl_setup.errors import InstallError
+from verl_setup.plan.recipe import build_recipe
 
 SENTINEL = "OVERRIDES"
 

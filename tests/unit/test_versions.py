@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from verl_setup.errors import BadInputError
-from verl_setup.matrix.versions import DriverVersion, parse_minor, parse_python
+from verl_setup.util.versions import DriverVersion, parse_minor, parse_python
 
 
 @pytest.mark.parametrize(

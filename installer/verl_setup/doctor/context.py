@@ -134,7 +134,7 @@ class Context:
         """The Ray probe, run once for the checks that need it (None: no address to probe)."""
         from verl_setup.doctor.probes.ray import probe_ray  # noqa: PLC0415
 
-        return probe_ray(self)
+        return probe_ray(self.options.ray_address, self.env, self.target[0])
 
     @cached_property
     def model_size_gib(self) -> tuple[float, str]:

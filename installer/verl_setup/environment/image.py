@@ -16,8 +16,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
 
-from verl_setup.environment.recipe import build_recipe
 from verl_setup.errors import BadInputError, CheckFailedError, InstallError
+from verl_setup.plan.recipe import build_recipe
 from verl_setup.plan.select import Plan
 from verl_setup.render.templates import RenderedFile, RenderOptions, compare, render, write
 

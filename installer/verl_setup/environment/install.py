@@ -24,7 +24,6 @@ from typing import Any, TextIO
 
 from verl_setup import __version__
 from verl_setup.environment.lock import Lock, read_lock, uv_error
-from verl_setup.environment.recipe import FlashAttnRequest, Recipe, Step, build_recipe
 from verl_setup.environment.staging import (
     Layout,
     check_prefix,
@@ -46,6 +45,7 @@ from verl_setup.environment.verify import (
 )
 from verl_setup.errors import BadInputError, InstallError, VerlSetupError
 from verl_setup.host.facts import PythonInterpreter
+from verl_setup.plan.recipe import FlashAttnRequest, Recipe, Step, build_recipe
 from verl_setup.plan.select import Plan
 from verl_setup.util.runner import Completed, ProgramError, stream
 

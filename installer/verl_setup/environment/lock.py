@@ -27,7 +27,7 @@ from verl_setup.errors import BadInputError, InstallError
 from verl_setup.plan.select import Plan
 
 if TYPE_CHECKING:
-    from verl_setup.environment.recipe import FlashAttnRequest, Recipe
+    from verl_setup.plan.recipe import FlashAttnRequest, Recipe
 
 FORMAT_LINE = "# verl-setup lock, format 2: install with `verl-setup install --lock FILE`; do not edit"
 COMPILE_TIMEOUT_S = 900.0

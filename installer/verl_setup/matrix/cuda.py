@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from functools import cached_property
 
 from verl_setup.matrix.schema import Architecture, CudaFile
-from verl_setup.matrix.versions import DriverVersion, parse_minor
+from verl_setup.util.versions import DriverVersion, parse_minor
 
 
 @dataclass(frozen=True)

@@ -18,8 +18,8 @@ from packaging.version import Version
 
 from verl_setup.errors import InstallError
 from verl_setup.matrix.schema import FlashAttnFacts, Row
-from verl_setup.matrix.versions import parse_minor
 from verl_setup.plan.select import Plan
+from verl_setup.util.versions import parse_minor
 
 StepName = Literal["torch", "engine", "flash-attn-build-requires", "flash-attn", "verl"]
 FlashAttnRequest = Literal["auto", "build", "without"]

@@ -11,8 +11,8 @@ from verl_setup.errors import NoCompatibleRowError
 from verl_setup.matrix.load import Matrix
 from verl_setup.matrix.proof import rank
 from verl_setup.matrix.schema import Row
-from verl_setup.matrix.versions import DriverVersion, fmt, parse_minor
 from verl_setup.plan.target import GpuSpec, Target
+from verl_setup.util.versions import DriverVersion, fmt, parse_minor
 
 PLAN_SCHEMA = 1
 

@@ -13,7 +13,7 @@ from typing import Any, Generic, Literal, TypeVar
 from verl_setup.errors import BadInputError
 from verl_setup.host.facts import HostFacts, PythonInterpreter
 from verl_setup.matrix.cuda import CudaRules
-from verl_setup.matrix.versions import DriverVersion, fmt, parse_minor, parse_python
+from verl_setup.util.versions import DriverVersion, fmt, parse_minor, parse_python
 
 V = TypeVar("V")
 Policy = Literal["compat", "strict"]

@@ -14,8 +14,8 @@ from typing import Any, Literal
 
 from verl_setup import __version__
 from verl_setup.environment.probe import CHILD as PROBE_CODE
-from verl_setup.environment.recipe import FlashAttnRequest, Recipe, build_recipe
 from verl_setup.errors import BadInputError
+from verl_setup.plan.recipe import FlashAttnRequest, Recipe, build_recipe
 from verl_setup.plan.select import Plan
 from verl_setup.render.values import EnvVar, environment, nvidia_require_cuda
 from verl_setup.util.paths import data_dir

@@ -15,7 +15,7 @@ from verl_setup.doctor.probes.env import torch_cuda
 from verl_setup.doctor.result import CheckResult, Evidence, Finding, fold, skip
 from verl_setup.host.system import toolkit_version
 from verl_setup.matrix.cuda import CudaRules
-from verl_setup.matrix.versions import DriverVersion, parse_minor
+from verl_setup.util.versions import DriverVersion, parse_minor
 
 ID = "cuda"
 _SONAME = re.compile(r"^libcudart\.so\.(\d+)(?:\.(\d+)(?:\.\d+)?)?$")

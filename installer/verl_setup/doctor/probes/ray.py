@@ -13,12 +13,10 @@ import sys
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 
+from verl_setup.doctor.probes.env import TargetEnv
 from verl_setup.util.runner import ProgramError, run
-
-if TYPE_CHECKING:
-    from verl_setup.doctor.context import Context
 
 CHILD_TIMEOUT = 20.0
 PY_TIMEOUT = 5.0
@@ -79,14 +77,14 @@ def split_address(address: str) -> tuple[AddressKind, str]:
     return "gcs", address
 
 
-def probe_ray(ctx: Context) -> RayReading | None:
-    """Run the child against the address the doctor was given or found; None if there is none."""
-    found = find_address(ctx.options.ray_address, ctx.env)
+def probe_ray(address: str | None, env: Mapping[str, str], target: TargetEnv | None) -> RayReading | None:
+    """Run the child against the address given or found in `env`; None if there is none."""
+    found = find_address(address, env)
     if found is None:
         return None
     address, source = found
     kind, value = split_address(address)
-    python = _probe_python(ctx)
+    python = _probe_python(target)
     args = {
         "gcs": value if kind != "dashboard" else None,
         "tcp_only": kind == "client",
@@ -95,7 +93,7 @@ def probe_ray(ctx: Context) -> RayReading | None:
     child: dict[str, Any] | None = None
     error = None
     try:
-        out = run([python, str(CHILD), json.dumps(args)], timeout=CHILD_TIMEOUT, env=ctx.env)
+        out = run([python, str(CHILD), json.dumps(args)], timeout=CHILD_TIMEOUT, env=env)
         if out.returncode == 0:
             child = json.loads(out.stdout)
         else:
@@ -116,9 +114,8 @@ def probe_ray(ctx: Context) -> RayReading | None:
     )
 
 
-def _probe_python(ctx: Context) -> str:
+def _probe_python(target: TargetEnv | None) -> str:
     """The env's interpreter when it has Ray (its Ray decides the address), else ours if we have Ray."""
-    target, _ = ctx.target
     if target is not None and "ray" in target.dists:
         return target.python
     if importlib.util.find_spec("ray") is not None:
