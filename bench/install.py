@@ -25,8 +25,7 @@ from pathlib import Path
 from verl_setup.environment.install import choose_python
 from verl_setup.environment.uv import compile_command, find_uv, install_command, venv_command, write_inputs
 from verl_setup.host.pythons import detect_pythons
-from verl_setup.plan.make import make_plan
-from verl_setup.plan.target import Request
+from verl_setup.plan.make import PlanInputs, make_plan
 
 VERL_SETUP = [sys.executable, "-m", "verl_setup"]
 ENV = {**os.environ, "UV_PYTHON_DOWNLOADS": "never"}
@@ -53,7 +52,7 @@ def main() -> int:
     parser.add_argument("--with-import", action="store_true", help="also time install with `import verl`")
     args = parser.parse_args()
 
-    plan = make_plan(Request(), None, ENV)
+    plan = make_plan(PlanInputs(), ENV)
     uv = find_uv()
     pythons = detect_pythons(ENV.get("PATH", ""), Path.home(), ENV)
     interpreter = choose_python(plan.python, pythons, downloads=False).request

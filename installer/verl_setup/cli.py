@@ -50,9 +50,10 @@ def add_recipe_flags(p: argparse.ArgumentParser) -> None:
 
 
 def _plan(args: argparse.Namespace) -> Any:
-    from verl_setup.plan.make import plan_from_args  # noqa: PLC0415  # lazy: keeps --help fast
+    from verl_setup.commands.common import plan_inputs  # noqa: PLC0415  # lazy: keeps --help fast
+    from verl_setup.plan.make import make_plan  # noqa: PLC0415
 
-    return plan_from_args(args, os.environ)
+    return make_plan(plan_inputs(args), os.environ)
 
 
 def _add_detect(sub: Any) -> None:
@@ -230,6 +231,7 @@ def _add_install(sub: Any) -> None:
         help="never let uv download the exact Python (then the same minor found here, with a warning)",
     )  # fmt: skip
     p.add_argument("--wait", type=float, default=600.0, metavar="S", help="wait for another install (600)")
+    p.add_argument("--quiet", "-q", action="store_true", help="no progress lines (warnings still print)")
     p.add_argument("--no-import", action="store_true", help="skip the import probe")
     p.add_argument(
         "--import-timeout", type=float, default=900.0, metavar="S", help="for the import probe (900)"
@@ -240,24 +242,25 @@ def _add_install(sub: Any) -> None:
 
 
 def _run_install(args: argparse.Namespace) -> int:
-    from verl_setup.environment.install import command  # noqa: PLC0415
+    from verl_setup.commands import install  # noqa: PLC0415
 
-    return command(args, os.environ, sys.stdout)
+    return install.run(args, os.environ, sys.stdout)
 
 
 def _add_lock(sub: Any) -> None:
     p = sub.add_parser("lock", help="a hashed lock for the row's target Python and platform")
     p.add_argument("--out", type=Path, metavar="FILE", help="write the lock here (default: stdout)")
     p.add_argument("--json", action="store_true", help="describe the written lock (schema 1)")
+    p.add_argument("--quiet", "-q", action="store_true", help="no progress lines (warnings still print)")
     add_recipe_flags(p)
     add_plan_flags(p)
     p.set_defaults(run=_run_lock)
 
 
 def _run_lock(args: argparse.Namespace) -> int:
-    from verl_setup.environment.lock import command  # noqa: PLC0415
+    from verl_setup.commands import lock  # noqa: PLC0415
 
-    return command(args, os.environ, sys.stdout)
+    return lock.run(args, os.environ, sys.stdout)
 
 
 def _add_verify(sub: Any) -> None:
@@ -279,9 +282,9 @@ def _add_verify(sub: Any) -> None:
 
 
 def _run_verify(args: argparse.Namespace) -> int:
-    from verl_setup.environment.verify import command  # noqa: PLC0415
+    from verl_setup.commands import verify  # noqa: PLC0415
 
-    return command(args, os.environ, sys.stdout)
+    return verify.run(args, os.environ, sys.stdout)
 
 
 def _add_doctor(sub: Any) -> None:
@@ -302,9 +305,9 @@ def _add_doctor(sub: Any) -> None:
 
 
 def _run_doctor(args: argparse.Namespace) -> int:
-    from verl_setup.doctor.run import run_from_args  # noqa: PLC0415
+    from verl_setup.commands import doctor  # noqa: PLC0415
 
-    return run_from_args(args, os.environ)
+    return doctor.run(args, os.environ, sys.stdout)
 
 
 def _add_docker(sub: Any) -> None:
@@ -326,10 +329,9 @@ def _add_docker(sub: Any) -> None:
 
 
 def _run_docker_build(args: argparse.Namespace) -> int:
-    from verl_setup.commands.render import options_from_args  # noqa: PLC0415
-    from verl_setup.environment import image as docker_build  # noqa: PLC0415
+    from verl_setup.commands import docker  # noqa: PLC0415
 
-    return docker_build.run(args, _plan(args), options_from_args(args), sys.stdout)
+    return docker.run(args, os.environ, sys.stdout)
 
 
 # One line per subcommand, in --help order.

@@ -6,7 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from verl_setup.environment.lock import parse, render, uv_error
+from verl_setup.environment.lock import parse, render
+from verl_setup.environment.uv import uv_error
 from verl_setup.errors import BadInputError, InstallError
 
 FIELDS = {

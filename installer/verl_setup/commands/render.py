@@ -6,7 +6,7 @@ import argparse
 import json
 import sys
 
-from verl_setup.environment.install import flash_attn_request
+from verl_setup.commands.common import flash_attn_request
 from verl_setup.errors import BadInputError
 from verl_setup.plan.select import Plan
 from verl_setup.render.templates import RenderOptions, compare, expand_targets, render, write

@@ -2,10 +2,7 @@
 
 from __future__ import annotations
 
-import argparse
 import difflib
-import json
-import sys
 import traceback
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -17,8 +14,8 @@ from verl_setup.doctor.checks.launch import check_launch
 from verl_setup.doctor.checks.python import check_python
 from verl_setup.doctor.checks.ray import check_ray
 from verl_setup.doctor.context import Context, Options
-from verl_setup.doctor.result import CheckResult, report_json, report_text
-from verl_setup.errors import BadInputError, CheckFailedError
+from verl_setup.doctor.result import CheckResult
+from verl_setup.errors import BadInputError
 from verl_setup.host.facts import HostFacts
 from verl_setup.matrix.load import load_matrix
 
@@ -72,28 +69,3 @@ def make_context(options: Options, env: Mapping[str, str], host: HostFacts | Pat
     """A context over given facts, a host file, or (lazily) detection."""
     matrix_path = options.matrix or (Path(env["VERL_SETUP_MATRIX"]) if env.get("VERL_SETUP_MATRIX") else None)
     return Context(options=options, env=dict(env), matrix=load_matrix(matrix_path), host=host)
-
-
-def run_from_args(args: argparse.Namespace, env: Mapping[str, str]) -> int:
-    """`verl-setup doctor`: print the report (text or JSON), then exit 5 if anything failed."""
-    launch = list(args.launch)
-    if launch and launch[0] == "--":
-        launch = launch[1:]
-    options = Options(
-        checks=tuple(args.check),
-        prefix=args.prefix,
-        ray_address=args.ray_address,
-        model_size=args.model_size,
-        launch=tuple(launch),
-        matrix=args.matrix,
-    )
-    selected(options.checks)  # bad ids are bad input (exit 2), before any probe runs
-    host = args.host or (Path(env["VERL_SETUP_HOST"]) if env.get("VERL_SETUP_HOST") else None)
-    ctx = make_context(options, env, host)
-    results = run_checks(ctx)
-    if args.json:
-        sys.stdout.write(json.dumps(report_json(results), indent=2) + "\n")
-    else:
-        sys.stdout.write(report_text(results))
-    sys.stdout.flush()
-    return CheckFailedError.exit_code if any(r.status == "fail" for r in results) else 0

@@ -1,25 +1,23 @@
-"""`verl-setup docker build`: render the docker target into a build context, build it through the
-Docker SDK (DOCKER_HOST is honoured, so a podman socket works too), verify the pins inside the
-image, and label the verified image."""
+"""Docker images: build a rendered context through the Docker SDK (DOCKER_HOST is honoured, so a
+podman socket works too), verify the pins inside the image, label the verified image, push.
+commands/docker.py renders the context and drives these steps."""
 
 from __future__ import annotations
 
-import dataclasses
 import io
 import json
 import re
 import sys
-import tempfile
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
-from verl_setup.errors import BadInputError, CheckFailedError, InstallError
-from verl_setup.plan.recipe import build_recipe
-from verl_setup.plan.select import Plan
-from verl_setup.render.templates import RenderedFile, RenderOptions, compare, render, write
+if TYPE_CHECKING:
+    from verl_setup.render.templates import RenderedFile
+
+from verl_setup.errors import CheckFailedError, InstallError
 
 # Run inside the image: compare installed versions with the pins (metadata only, fast).
 VERIFY = (
@@ -64,11 +62,6 @@ class BuildLog:
         elif "Using cache" in line and self.steps:
             self.cached.append(self.steps[-1])
         self.tail = [*self.tail[-39:], line]
-
-
-def context_files(plan: Plan, options: RenderOptions) -> list[RenderedFile]:
-    """The files of the build context: the docker target, nothing else."""
-    return render(plan, dataclasses.replace(options, targets=("docker",)))
 
 
 def describe_context(files: list[RenderedFile]) -> list[ContextEntry]:
@@ -168,75 +161,7 @@ def label_verified(engine: Any, tag: str, row_id: str, python: str) -> None:
         raise InstallError(f"could not label {tag}: {_first_line(exc)}") from exc
 
 
-def run(args: Any, plan: Plan, options: RenderOptions, out: TextIO) -> int:
-    """The whole command: context, build, verify, label, optionally push."""
-    files = context_files(plan, options)
-    if args.print_context:
-        entries = describe_context(files)
-        total = sum(e.size for e in entries)
-        if args.json:
-            out.write(
-                json.dumps({"files": [e.__dict__ for e in entries], "total_bytes": total}, indent=2) + "\n"
-            )
-        else:
-            out.writelines(f"{e.size:>10}  {e.name}\n" for e in entries)
-            out.write(f"{total:>10}  bytes in {len(entries)} files (no .git, no caches, no weights)\n")
-        return 0
-    if not args.tag:
-        raise BadInputError("--tag is required to build")
-    if options.buildkit:
-        # The Docker SDK drives the classic builder, which rejects RUN --mount.
-        raise BadInputError(
-            "--buildkit Dockerfiles need BuildKit (`docker buildx build`); render one with "
-            "`verl-setup render docker --buildkit`, or build without --buildkit here"
-        )
-    engine = client()
-    with tempfile.TemporaryDirectory(prefix="verl-setup-ctx-") as tmp:
-        context = args.out or Path(tmp)
-        marked = compare(files, context, force=args.force)
-        changed = [f.name for f in marked if f.status == "changed"]
-        if changed:
-            raise BadInputError(
-                f"{', '.join(changed)} in {context} differ from what would be rendered; "
-                "nothing was built. --force overwrites"
-            )
-        write(marked, context)
-        sys.stderr.write(f"verl-setup: building {args.tag} from {context} (row {plan.row.id})\n")
-        image_id, log, seconds = build(
-            engine, context, args.tag, network=args.network, build_args={}, progress=sys.stderr
-        )
-    pins = list(
-        build_recipe(plan, flash_attn=options.flash_attn, nvcc_version=plan.row.torch.cuda).verify_pins
-    )
-    checked = verify_in_image(engine, args.tag, pins)
-    if checked["mismatches"]:
-        raise CheckFailedError(f"{args.tag}: pins not satisfied inside the image: {checked['mismatches']}")
-    label_verified(engine, args.tag, plan.row.id, checked["python"])
-    image_id = str(engine.images.get(args.tag).id)  # the label step made a new image
-    if args.push:
-        _push(engine, args.tag)
-    report = {
-        "tag": args.tag,
-        "image": image_id,
-        "row": plan.row.id,
-        "seconds": round(seconds, 1),
-        "steps": len(log.steps),
-        "cached_steps": log.cached,
-        "verified": True,
-        "python": checked["python"],
-    }
-    if args.json:
-        out.write(json.dumps(report, indent=2) + "\n")
-    else:
-        out.write(
-            f"built {args.tag} ({image_id[:19]}) for {plan.row.id} in {seconds:.1f}s, "
-            f"{len(log.cached)}/{len(log.steps)} steps from cache; "
-            f"pins verified (Python {checked['python']})\n"
-        )
-    return 0
-
-
-def _push(engine: Any, tag: str) -> None:
+def push(engine: Any, tag: str) -> None:
     repository, _, version = tag.rpartition(":") if ":" in tag.rsplit("/", 1)[-1] else (tag, "", "latest")
     for chunk in engine.images.push(repository, tag=version, stream=True, decode=True):
         if "error" in chunk:

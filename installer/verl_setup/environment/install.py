@@ -23,7 +23,7 @@ from types import FrameType
 from typing import Any, TextIO
 
 from verl_setup import __version__
-from verl_setup.environment.lock import Lock, read_lock, uv_error
+from verl_setup.environment.lock import Lock, read_lock
 from verl_setup.environment.staging import (
     Layout,
     check_prefix,
@@ -33,6 +33,7 @@ from verl_setup.environment.staging import (
     remove_tree,
     swap,
 )
+from verl_setup.environment.uv import uv_error
 from verl_setup.environment.verify import (
     MANIFEST,
     Expected,
@@ -43,9 +44,11 @@ from verl_setup.environment.verify import (
     last_line,
     verify_env,
 )
-from verl_setup.errors import BadInputError, InstallError, VerlSetupError
+from verl_setup.errors import InstallError
 from verl_setup.host.facts import PythonInterpreter
-from verl_setup.plan.recipe import FlashAttnRequest, Recipe, Step, build_recipe
+from verl_setup.output import Progress
+from verl_setup.plan.make import PlanInputs
+from verl_setup.plan.recipe import FlashAttnRequest, Recipe, Step, recipe_for
 from verl_setup.plan.select import Plan
 from verl_setup.util.runner import Completed, ProgramError, stream
 
@@ -109,27 +112,6 @@ def choose_python(wanted: str, found: Sequence[PythonInterpreter], *, downloads:
         f"Pythons) and downloads are off (--no-python-downloads or UV_PYTHON_DOWNLOADS): install Python "
         f"{exact_name} (`uv python install {wanted}` or `pyenv install {exact_name}`), or allow downloads"
     )
-
-
-class Progress:
-    """One line per step on stderr, with the seconds since the command started."""
-
-    def __init__(self) -> None:
-        self.start = time.monotonic()
-        self.steps: list[dict[str, Any]] = []
-
-    def say(self, message: str) -> None:
-        """Print one progress line."""
-        sys.stderr.write(f"[{time.monotonic() - self.start:6.1f}s] {message}\n")
-        sys.stderr.flush()
-
-    def step(self, name: str, message: str) -> None:
-        """Start a named step (its duration is reported in --json)."""
-        now = time.monotonic() - self.start
-        if self.steps:
-            self.steps[-1]["seconds"] = round(now - self.steps[-1]["at"], 3)
-        self.steps.append({"step": name, "at": round(now, 3)})
-        self.say(f"{name}: {message}")
 
 
 @contextlib.contextmanager
@@ -208,64 +190,27 @@ class Job:
     import_timeout: float | None
 
 
-def flash_attn_request(args: Any) -> FlashAttnRequest:
-    """--build-flash-attn / --without flash-attn as the recipe's request."""
-    without = set(getattr(args, "without", None) or ())
-    if getattr(args, "build_flash_attn", False) and "flash-attn" in without:
-        raise BadInputError("--build-flash-attn and --without flash-attn contradict each other")
-    if "flash-attn" in without:
-        return "without"
-    return "build" if getattr(args, "build_flash_attn", False) else "auto"
+@dataclass(frozen=True, kw_only=True)
+class InstallOptions:
+    """What `install` was asked to do (commands/install.py builds it from the flags)."""
+
+    plan: PlanInputs
+    prefix: Path
+    lock: Path | None = None
+    flash_attn: FlashAttnRequest = "auto"
+    python_downloads: bool = True
+    wait_s: float = 600.0
+    import_timeout: float | None = 900.0
 
 
-def recipe_for(plan: Plan, request: FlashAttnRequest, env: Mapping[str, str]) -> Recipe:
-    """The plan's recipe; a build request measures nvcc, cores and memory first."""
-    if request != "build":
-        return build_recipe(plan, flash_attn=request)
-    return build_recipe(
-        plan,
-        flash_attn=request,
-        nvcc_version=nvcc_version(env),
-        cores=os.cpu_count(),
-        memory_gib=_memory_gib(),
-    )
-
-
-def nvcc_version(env: Mapping[str, str]) -> str | None:
-    """The CUDA release of the nvcc a build would use (CUDA_HOME's, else PATH's), e.g. "13.0"."""
-    import re  # noqa: PLC0415
-    import shutil  # noqa: PLC0415
-
-    from verl_setup.util.runner import run  # noqa: PLC0415
-
-    home = env.get("CUDA_HOME") or env.get("CUDA_PATH")
-    nvcc = str(Path(home) / "bin" / "nvcc") if home and (Path(home) / "bin" / "nvcc").exists() else None
-    nvcc = nvcc or shutil.which("nvcc", path=env.get("PATH", os.defpath))
-    if nvcc is None:
-        return None
-    try:
-        out = run([nvcc, "--version"], timeout=30, env=env)
-    except ProgramError:
-        return None
-    found = re.search(r"release (\d+\.\d+)", out.stdout)
-    return found[1] if found else None
-
-
-def _memory_gib() -> float | None:
-    try:
-        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30
-    except (ValueError, OSError):
-        return None
-
-
-def prepare(args: Any, env: Mapping[str, str], progress: Progress) -> Job:
+def prepare(options: InstallOptions, env: Mapping[str, str], progress: Progress) -> Job:
     """Plan, make the recipe, check the prefix, choose the interpreter, build the uv commands."""
     from verl_setup.environment.uv import find_uv, uv_env  # noqa: PLC0415
     from verl_setup.host.pythons import detect_pythons  # noqa: PLC0415
-    from verl_setup.plan.make import plan_from_args  # noqa: PLC0415
+    from verl_setup.plan.make import make_plan  # noqa: PLC0415
 
-    lock = read_lock(args.lock) if args.lock else None
-    plan = plan_from_args(args, env)
+    lock = read_lock(options.lock) if options.lock else None
+    plan = make_plan(options.plan, env)
     row = plan.row
     engine = "no engine" if row.engine.name == "none" else f"{row.engine.name} {row.engine.version}"
     if lock is None:
@@ -274,12 +219,12 @@ def prepare(args: Any, env: Mapping[str, str], progress: Progress) -> Job:
         progress.step("plan", f"lock {lock.path.name}: row {lock.row_id}, Python {lock.python}")
         if lock.row_id != row.id:
             progress.say(f"warning: the lock is for row {lock.row_id}; this machine's plan selects {row.id}")
-    request = flash_attn_request(args) if lock is None else lock.flash_attn_request(flash_attn_request(args))
+    request = options.flash_attn if lock is None else lock.flash_attn_request(options.flash_attn)
     recipe = recipe_for(plan, request, env)
     for warning in (*plan.warnings, *recipe.warnings):
         progress.say(f"warning: {warning}")
     wanted = lock.python if lock else plan.python
-    prefix = Path(args.prefix).expanduser().absolute()
+    prefix = Path(options.prefix).expanduser().absolute()
     prefix = prefix.resolve() if prefix.is_symlink() else prefix
     check_prefix(prefix)
     uv = find_uv()
@@ -288,7 +233,7 @@ def prepare(args: Any, env: Mapping[str, str], progress: Progress) -> Job:
         if plan.target.local
         else detect_pythons(env.get("PATH", os.defpath), Path(env.get("HOME") or Path.home()), dict(env))
     )
-    downloads = not args.no_python_downloads and env.get("UV_PYTHON_DOWNLOADS") not in ("never", "manual")
+    downloads = options.python_downloads and env.get("UV_PYTHON_DOWNLOADS") not in ("never", "manual")
     choice = choose_python(wanted, found, downloads=downloads)
     progress.step("python", f"{choice.version} from {choice.source} ({choice.request})")
     if choice.warning:
@@ -307,7 +252,7 @@ def prepare(args: Any, env: Mapping[str, str], progress: Progress) -> Job:
         uv=uv,
         uv_env=uv_env(python_downloads=downloads, base=env),
         env=env,
-        import_timeout=None if args.no_import else args.import_timeout,
+        import_timeout=options.import_timeout,
     )
 
 
@@ -326,7 +271,10 @@ def build(job: Job, progress: Progress) -> tuple[Job, dict[str, Any], Report]:
         progress.step(command.what, title)
         if command.what == "flash-attn" and job.recipe.flash_attn and job.recipe.flash_attn.mode == "wheel":
             _check_abi(job)
-        _run_uv(command, job=job, tty=sys.stderr.isatty(), timeout=INSTALL_TIMEOUT_S)
+        tty = sys.stderr.isatty()
+        if tty:
+            progress.end_line()  # uv draws its own progress bars below the status line
+        _run_uv(command, job=job, tty=tty, timeout=INSTALL_TIMEOUT_S)
     progress.step(
         "verify", "installed versions" + ("" if job.import_timeout is None else ", then the import probe")
     )
@@ -450,7 +398,7 @@ def _works_at(prefix: Path) -> None:
         raise InstallError(f"the new environment does not run at {prefix} ({found})")
 
 
-def dry_run(job: Job, out: TextIO) -> None:
+def write_dry_run(job: Job, out: TextIO) -> None:
     """Print what an install would run, changing nothing."""
     row = job.plan.row
     what = f"row {row.id}" if job.lock is None else f"lock {job.lock.path} (row {job.lock.row_id})"
@@ -464,46 +412,32 @@ def dry_run(job: Job, out: TextIO) -> None:
     out.write(f"# then: verify, write {MANIFEST}, swap {job.staging.name} into {job.layout.prefix}\n")
 
 
-def command(args: Any, env: Mapping[str, str], out: TextIO) -> int:
-    """`verl-setup install`: see the module docstring."""
-    progress = Progress()
+def install(
+    options: InstallOptions, env: Mapping[str, str], progress: Progress, *, dry_run: bool, out: TextIO
+) -> dict[str, Any] | None:
+    """Install (or with `dry_run` print the commands); the result object for --json, None when dry."""
     with _sigterm_unwinds():
-        try:
-            return _install(args, env, out, progress)
-        except VerlSetupError as exc:
-            if getattr(args, "json", False):
-                result = {
-                    "schema": 1,
-                    "ok": False,
-                    "error": str(exc),
-                    "exit_code": exc.exit_code,
-                    "seconds": round(time.monotonic() - progress.start, 3),
-                    "steps": progress.steps,
-                }
-                out.write(json.dumps(result, indent=2) + "\n")
-            raise
-
-
-def _install(args: Any, env: Mapping[str, str], out: TextIO, progress: Progress) -> int:
-    job = prepare(args, env, progress)
-    if args.dry_run:
-        dry_run(job, out)
-        return 0
-    with install_lock(job.layout, wait_s=args.wait, say=progress.say):
-        clean_leftovers(job.layout, progress.say)
-        try:
-            job, record, report = build(job, progress)
-            progress.step("swap", f"moving the new environment into {job.layout.prefix}")
-            swap(job.staging, job.layout, check=_works_at)
-        except OSError as exc:
-            raise InstallError(describe_os_error(job.layout, exc)) from exc
-        finally:
-            if job.staging.exists():
-                remove_tree(job.staging)
+        job = prepare(options, env, progress)
+        if dry_run:
+            write_dry_run(job, out)
+            return None
+        with install_lock(job.layout, wait_s=options.wait_s, say=progress.say):
+            clean_leftovers(job.layout, progress.say)
+            try:
+                job, record, report = build(job, progress)
+                progress.step("swap", f"moving the new environment into {job.layout.prefix}")
+                swap(job.staging, job.layout, check=_works_at)
+            except OSError as exc:
+                raise InstallError(describe_os_error(job.layout, exc)) from exc
+            finally:
+                if job.staging.exists():
+                    remove_tree(job.staging)
     progress.step("done", f"row {record['row']['id']} installed in {job.layout.prefix}")
-    if args.json:
-        seconds = round(time.monotonic() - progress.start, 3)
-        result = {"schema": 1, "ok": True, "seconds": seconds, "manifest": record, "steps": progress.steps}
-        result["import"] = report.to_json()["import"]
-        out.write(json.dumps(result, indent=2) + "\n")
-    return 0
+    seconds = round(time.monotonic() - progress.start, 3)
+    return {
+        "ok": True,
+        "seconds": seconds,
+        "manifest": record,
+        "steps": progress.steps,
+        "import": report.to_json()["import"],
+    }

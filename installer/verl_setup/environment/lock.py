@@ -8,17 +8,13 @@ row, matrix and index give the same bytes.
 
 from __future__ import annotations
 
-import argparse
 import hashlib
-import json
 import re
-import sys
 import tempfile
-import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, TextIO
+from typing import TYPE_CHECKING
 from urllib.parse import unquote
 
 from packaging.utils import canonicalize_name, parse_wheel_filename
@@ -211,61 +207,12 @@ def compile_lock(plan: Plan, recipe: Recipe, *, uv: str, env: Mapping[str, str])
     return render(fields, out.stdout)
 
 
-def uv_error(stderr: str) -> str:
-    """uv's failure in one line: its `error:` line and the innermost cause."""
-    lines = [ln.strip() for ln in stderr.splitlines() if ln.strip()]
-    errors = [ln for ln in lines if ln.startswith("error:")]
-    causes = [
-        ln.removeprefix("cause:").removeprefix("Caused by:").strip()
-        for ln in lines
-        if ln.startswith(("cause:", "Caused by:"))
-    ]
-    parts = [errors[0].removeprefix("error:").strip()] if errors else lines[-1:]
-    if causes:
-        parts.append(causes[-1])
-    return ": ".join(parts) or "no message"
-
-
-def command(args: argparse.Namespace, env: Mapping[str, str], out: TextIO) -> int:
-    """`verl-setup lock`: plan, resolve with hashes, write the lock (atomically) or print it."""
-    from verl_setup.environment.install import flash_attn_request, recipe_for  # noqa: PLC0415
-    from verl_setup.environment.uv import find_uv, uv_env  # noqa: PLC0415
-    from verl_setup.plan.make import plan_from_args  # noqa: PLC0415
-
-    start = time.monotonic()
-
-    def say(message: str) -> None:
-        sys.stderr.write(f"[{time.monotonic() - start:6.1f}s] {message}\n")
-
-    to_stdout = args.out is None or str(args.out) == "-"
-    if to_stdout and args.json:
-        raise BadInputError("--json describes a written lock: give --out FILE")
-    plan = plan_from_args(args, env)
-    recipe = recipe_for(plan, flash_attn_request(args), env)
-    say(f"plan: row {plan.row.id}, Python {plan.python}; resolving with hashes")
-    for warning in recipe.warnings:
-        say(f"warning: {warning}")
-    text = compile_lock(plan, recipe, uv=find_uv(), env=uv_env(base=env))
-    pins = len(parse(text, Path("<new lock>")).pins)
-    if to_stdout:
-        out.write(text)
-        return 0
-    path = Path(args.out)
+def write_lock(path: Path, text: str) -> None:
+    """Write the lock atomically: a failed run leaves no lock file behind (and keeps an old one)."""
     tmp = path.with_name(f".{path.name}.tmp")
     try:
         tmp.write_text(text, encoding="utf-8")
         tmp.replace(path)
     except OSError as exc:
+        tmp.unlink(missing_ok=True)
         raise InstallError(f"cannot write {path}: {exc.strerror or exc}") from exc
-    say(f"wrote {path}: {pins} distributions with hashes")
-    if args.json:
-        summary = {
-            "schema": 1,
-            "out": str(path),
-            "sha256": hashlib.sha256(text.encode()).hexdigest(),
-            "row": plan.row.id,
-            "python": plan.python,
-            "distributions": pins,
-        }
-        out.write(json.dumps(summary, indent=2) + "\n")
-    return 0

@@ -133,8 +133,6 @@ _PACKAGE = re.compile(r"`([A-Za-z0-9][A-Za-z0-9._-]*)(?:==[^`]*)?`")
 
 def explain_failure(stderr: str) -> str:  # noqa: PLR0911  # one return per known cause
     """uv's failure in one line, led by the package at fault and the likely cause."""
-    from verl_setup.environment.lock import uv_error  # noqa: PLC0415
-
     message = uv_error(stderr)
     built = _BUILT.search(stderr)
     if built and "No module named 'torch'" in stderr:
@@ -179,3 +177,18 @@ def explain_failure(stderr: str) -> str:  # noqa: PLR0911  # one return per know
     if "no interpreter found" in lowered or "no download found" in lowered:
         return f"uv could not find or download the Python asked for: {message}"
     return message
+
+
+def uv_error(stderr: str) -> str:
+    """uv's failure in one line: its `error:` line and the innermost cause."""
+    lines = [ln.strip() for ln in stderr.splitlines() if ln.strip()]
+    errors = [ln for ln in lines if ln.startswith("error:")]
+    causes = [
+        ln.removeprefix("cause:").removeprefix("Caused by:").strip()
+        for ln in lines
+        if ln.startswith(("cause:", "Caused by:"))
+    ]
+    parts = [errors[0].removeprefix("error:").strip()] if errors else lines[-1:]
+    if causes:
+        parts.append(causes[-1])
+    return ": ".join(parts) or "no message"

@@ -11,7 +11,10 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
+from collections.abc import Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Literal
 
 from packaging.version import Version
@@ -284,3 +287,40 @@ def wheel_for(  # noqa: PLR0911  # one return per reason a wheel does not fit
     sha256 = facts.sha256.get(url.rsplit("/", 1)[-1])
     reason = f"prebuilt for torch {torch_minor}, CUDA {cuda_major}, {py}, C++11 ABI {str(abi).upper()}"
     return (url, sha256, abi, reason), ""
+
+
+def recipe_for(plan: Plan, request: FlashAttnRequest, env: Mapping[str, str]) -> Recipe:
+    """The plan's recipe; a build request measures nvcc, cores and memory first."""
+    if request != "build":
+        return build_recipe(plan, flash_attn=request)
+    return build_recipe(
+        plan,
+        flash_attn=request,
+        nvcc_version=nvcc_version(env),
+        cores=os.cpu_count(),
+        memory_gib=_memory_gib(),
+    )
+
+
+def nvcc_version(env: Mapping[str, str]) -> str | None:
+    """The CUDA release of the nvcc a build would use (CUDA_HOME's, else PATH's), e.g. "13.0"."""
+    from verl_setup.util.runner import ProgramError, run  # noqa: PLC0415
+
+    home = env.get("CUDA_HOME") or env.get("CUDA_PATH")
+    nvcc = str(Path(home) / "bin" / "nvcc") if home and (Path(home) / "bin" / "nvcc").exists() else None
+    nvcc = nvcc or shutil.which("nvcc", path=env.get("PATH", os.defpath))
+    if nvcc is None:
+        return None
+    try:
+        out = run([nvcc, "--version"], timeout=30, env=env)
+    except ProgramError:
+        return None
+    found = re.search(r"release (\d+\.\d+)", out.stdout)
+    return found[1] if found else None
+
+
+def _memory_gib() -> float | None:
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30
+    except (ValueError, OSError):
+        return None

@@ -1,0 +1,55 @@
+"""`verl-setup verify`: one environment against its manifest, a lock or a row; or a Ray cluster."""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Mapping
+from pathlib import Path
+from typing import TextIO
+
+from verl_setup.environment.cluster import verify_cluster
+from verl_setup.environment.lock import read_lock
+from verl_setup.environment.verify import (
+    MANIFEST,
+    Expected,
+    Snapshot,
+    from_lock,
+    from_manifest,
+    from_requirements,
+    target_python,
+    verify_env,
+)
+from verl_setup.errors import BadInputError, CheckFailedError
+from verl_setup.matrix.load import load_matrix
+from verl_setup.output import envelope
+
+
+def run(args: argparse.Namespace, env: Mapping[str, str], out: TextIO) -> int:
+    """Verify; exit 5 with the differences when the environment does not match."""
+    python = target_python(args.prefix, args.python, env)
+    lock = read_lock(args.lock) if args.lock else None
+    if args.ray:
+        return verify_cluster(
+            python, args.ray, lock=lock, timeout=args.timeout, env=env, out=out, as_json=args.json
+        )
+
+    def expected_for(snap: Snapshot) -> Expected:
+        if lock is not None:
+            return from_lock(lock, snap.markers)
+        if args.row:
+            row = load_matrix(args.matrix).row(args.row)
+            return from_requirements(f"row {row.id}", row.requirements())
+        manifest = from_manifest(Path(snap.prefix) / MANIFEST)
+        if manifest is None:
+            raise BadInputError(
+                f"nothing to compare {snap.prefix} with: it has no {MANIFEST} (not installed by "
+                "verl-setup); give --lock FILE or --row ID"
+            )
+        return manifest
+
+    timeout = None if args.no_import else args.import_timeout
+    report = verify_env(python, expected_for, import_timeout=timeout, env=env)
+    out.write(envelope(report.to_json()) if args.json else report.text())
+    if not report.ok:
+        raise CheckFailedError(report.summary())
+    return 0

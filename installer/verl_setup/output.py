@@ -1,0 +1,64 @@
+"""The one way results and progress leave the program: a versioned JSON envelope on stdout, and a
+progress reporter on stderr (elapsed-time lines on a pipe, a live status line on a terminal,
+nothing but warnings under --quiet)."""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from typing import Any, TextIO
+
+SCHEMA = 1
+
+
+def envelope(data: dict[str, Any], schema: int = SCHEMA) -> str:
+    """`data` as the documented JSON object: `"schema"` first, then its own keys."""
+    return json.dumps({"schema": schema, **{k: v for k, v in data.items() if k != "schema"}}, indent=2) + "\n"
+
+
+class Progress:
+    """Steps with the seconds since the command started; the steps are kept for --json."""
+
+    def __init__(self, *, quiet: bool = False, stream: TextIO | None = None) -> None:
+        self.start = time.monotonic()
+        self.steps: list[dict[str, Any]] = []
+        self.quiet = quiet
+        self.stream = stream or sys.stderr
+        self.live = not quiet and self.stream.isatty()
+        self._status = False  # a status line is on screen, not yet ended
+
+    def elapsed(self) -> float:
+        """Seconds since the start, rounded for output."""
+        return round(time.monotonic() - self.start, 3)
+
+    def _line(self, text: str, *, keep: bool) -> None:
+        if self.live:
+            # Overwrite the status line; a line that must stay (a warning) ends it.
+            self.stream.write("\r\x1b[K" + text + ("\n" if keep else ""))
+            self._status = not keep
+        else:
+            self.stream.write(text + "\n")
+        self.stream.flush()
+
+    def say(self, message: str) -> None:
+        """A line that stays (warnings are printed even under --quiet)."""
+        if self.quiet and not message.startswith("warning:"):
+            return
+        self._line(f"[{time.monotonic() - self.start:6.1f}s] {message}", keep=True)
+
+    def step(self, name: str, message: str) -> None:
+        """Start a named step: the status line on a terminal, one line on a pipe."""
+        now = time.monotonic() - self.start
+        if self.steps:
+            self.steps[-1]["seconds"] = round(now - self.steps[-1]["at"], 3)
+        self.steps.append({"step": name, "at": round(now, 3)})
+        if not self.quiet:
+            self._line(f"[{now:6.1f}s] {name}: {message}", keep=not self.live)
+
+    def end_line(self) -> None:
+        """End a status line before something else writes to the terminal (a child's own output)."""
+        if self._status:
+            self.stream.write("\n")
+            self.stream.flush()
+            self._status = False
