@@ -12,6 +12,7 @@ from typing import Any
 
 from verl_setup import __version__
 from verl_setup.errors import VerlSetupError
+from verl_setup.util.vocab import CHECK_IDS, ENGINE_NAMES, POLICIES, RENDER_TARGETS
 
 
 def add_plan_flags(p: argparse.ArgumentParser) -> None:
@@ -25,8 +26,8 @@ def add_plan_flags(p: argparse.ArgumentParser) -> None:
     g.add_argument("--no-gpu", action="store_true", help="plan for a machine without an NVIDIA GPU")
     g.add_argument("--python", metavar="X.Y[.Z]", help="Python to install")
     g.add_argument("--verl", metavar="PREFIX", help="verl version prefix, e.g. 0.7")
-    g.add_argument("--engine", choices=("vllm", "sglang", "none"), help="rollout engine")
-    g.add_argument("--policy", choices=("compat", "strict"), help="driver policy (default compat)")
+    g.add_argument("--engine", choices=ENGINE_NAMES, help="rollout engine")
+    g.add_argument("--policy", choices=POLICIES, help="driver policy (default compat)")
     g.add_argument(
         "--row",
         metavar="ID",
@@ -184,9 +185,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _add_render(sub: Any) -> None:
     p = sub.add_parser("render", help="write the files that reproduce the planned environment")
-    p.add_argument(
-        "targets", nargs="+", metavar="TARGET", help="venv, docker, env, ray, slurm, kuberay or all"
-    )
+    p.add_argument("targets", nargs="+", metavar="TARGET", help=f"{', '.join(RENDER_TARGETS)} or all")
     p.add_argument("--out", type=Path, required=True, metavar="DIR", help="folder to write into")
     p.add_argument("--dry-run", action="store_true", help="show what would be written, write nothing")
     p.add_argument("--force", action="store_true", help="overwrite files that differ (hand edits are lost)")
@@ -291,7 +290,11 @@ def _add_doctor(sub: Any) -> None:
     p = sub.add_parser("doctor", help="the silent traps (Python, CUDA, Ray, HF cache, GPU memory, launch)")
     p.add_argument("--json", action="store_true", help="machine-readable report (schema 1)")
     p.add_argument(
-        "--check", action="append", default=[], metavar="ID", help="run only this check (repeatable)"
+        "--check",
+        action="append",
+        default=[],
+        metavar="ID",
+        help=f"run only this check (repeatable): {', '.join(CHECK_IDS)}",
     )
     p.add_argument("--prefix", type=Path, metavar="PATH", help="the venv to inspect (default $VIRTUAL_ENV)")
     p.add_argument("--ray-address", metavar="ADDR", help="Ray head (default RAY_ADDRESS, then a local head)")

@@ -101,3 +101,12 @@ def test_the_import_graph_has_no_cycle() -> None:
 def test_the_package_root_holds_at_most_five_modules() -> None:
     root = sorted(p.name for p in PACKAGE.glob("*.py"))
     assert len(root) <= 5, root
+
+
+def test_the_vocabularies_are_the_tables_they_name() -> None:
+    from verl_setup.doctor.run import CHECKS  # noqa: PLC0415
+    from verl_setup.render.templates import TARGETS  # noqa: PLC0415
+    from verl_setup.util.vocab import CHECK_IDS, RENDER_TARGETS  # noqa: PLC0415
+
+    assert tuple(TARGETS) == RENDER_TARGETS
+    assert tuple(CHECKS) == CHECK_IDS

@@ -17,6 +17,7 @@ from verl_setup.host.facts import HostFacts, load_host_file
 from verl_setup.matrix.load import Matrix
 from verl_setup.matrix.schema import Row
 from verl_setup.plan.target import Request, build_target
+from verl_setup.util.vocab import ROLLOUT_ENGINES
 
 if TYPE_CHECKING:
     from verl_setup.doctor.probes.ray import RayReading
@@ -105,7 +106,7 @@ class Context:
         target, _ = self.target
         if target is not None and "verl" in target.dists:
             installed = target.dists["verl"]
-            engines = [e for e in ("vllm", "sglang") if e in target.dists]
+            engines = [e for e in ROLLOUT_ENGINES if e in target.dists]
             for row in self.matrix.rows:
                 if row.verl.version != installed:
                     continue

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import difflib
 import traceback
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -18,6 +17,7 @@ from verl_setup.doctor.result import CheckResult
 from verl_setup.errors import BadInputError
 from verl_setup.host.facts import HostFacts
 from verl_setup.matrix.load import load_matrix
+from verl_setup.util.vocab import suggest
 
 Check = Callable[[Context], CheckResult]
 
@@ -36,8 +36,7 @@ def selected(ids: tuple[str, ...]) -> list[str]:
     """The check ids asked for (all when none), validated with a suggestion."""
     for check_id in ids:
         if check_id not in CHECKS:
-            close = difflib.get_close_matches(check_id, CHECKS, n=1)
-            hint = f" (did you mean {close[0]!r}?)" if close else ""
+            hint = suggest(check_id, CHECKS)
             raise BadInputError(f"no doctor check {check_id!r}{hint}; checks: {', '.join(CHECKS)}")
     return [c for c in CHECKS if not ids or c in ids]
 

@@ -20,12 +20,13 @@ from verl_setup.environment.lock import Lock
 from verl_setup.environment.probe import ProbeResult
 from verl_setup.errors import BadInputError, CheckFailedError
 from verl_setup.util.runner import ProgramError, stream
+from verl_setup.util.vocab import ROLLOUT_ENGINES
 
 MANIFEST = "verl-setup.json"
 PROBE_TIMEOUT_S = 120.0
 # verl's install docs warn that these get replaced behind its back by other installs.
 WATCHED = frozenset(("torch", "vllm", "sglang", "tensordict", "pyarrow", "nvidia-cudnn-cu12"))
-ENGINES = frozenset(("vllm", "sglang"))
+ENGINES = frozenset(ROLLOUT_ENGINES)
 # Distributions that install the same top-level module: the last one installed wins.
 CONFLICTS = (
     ("opencv-python", "opencv-python-headless", "opencv-contrib-python", "opencv-contrib-python-headless"),
@@ -345,7 +346,7 @@ def verify_env(
         return Report(snapshot=snap, expected=expected, findings=tuple(findings), notes=tuple(notes))
     if engine is None:
         have = snap.versions()
-        engine = next((e for e in ("vllm", "sglang") if e in have), "none")
+        engine = next((e for e in ROLLOUT_ENGINES if e in have), "none")
     result = run_probe(python, engine, import_timeout, env)
     return Report(
         snapshot=snap, expected=expected, findings=tuple(findings), notes=tuple(notes), probe=result

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import difflib
 import hashlib
 from dataclasses import dataclass
 from functools import lru_cache
@@ -17,6 +16,7 @@ from verl_setup.matrix.schema import Builder, CudaFile, Row, RowsFile
 from verl_setup.matrix.yamlread import YamlError, read_yaml
 from verl_setup.util.paths import data_dir
 from verl_setup.util.versions import DriverVersion, parse_minor
+from verl_setup.util.vocab import suggest
 
 SCHEMA = 1
 
@@ -49,8 +49,7 @@ class Matrix:
         for row in self.rows:
             if row.id == row_id:
                 return row
-        close = difflib.get_close_matches(row_id, [r.id for r in self.rows], n=1)
-        hint = f" (did you mean {close[0]!r}?)" if close else ""
+        hint = suggest(row_id, [r.id for r in self.rows])
         raise BadInputError(f"no row {row_id!r} in {self.path}{hint}")
 
     def index_url(self, row: Row) -> str | None:
@@ -190,8 +189,7 @@ def _check_rows(rows_file: RowsFile, rules: CudaRules, file: str) -> list[str]: 
         for key in sorted(needed - set(row.evidence)):
             bad("evidence", f"no evidence for {key!r}")
         for key in sorted(set(row.evidence) - needed):
-            close = difflib.get_close_matches(key, sorted(needed), n=1)
-            hint = f" (did you mean {close[0]!r}?)" if close else ""
+            hint = suggest(key, sorted(needed))
             bad("evidence", f"evidence for {key!r}, which the row does not pin{hint}")
     return problems
 

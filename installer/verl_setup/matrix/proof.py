@@ -12,15 +12,16 @@ import json
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 import yaml
 
 from verl_setup.errors import BadInputError
 from verl_setup.matrix.schema import Row
+from verl_setup.util.vocab import PROOF_LEVELS, ProofLevel
 
-Level = Literal["resolves", "installs", "imports", "gpu"]
-LEVELS: tuple[Level, ...] = ("resolves", "installs", "imports", "gpu")
+Level = ProofLevel
+LEVELS = PROOF_LEVELS
 PROOF_FILE = "proof.yaml"
 
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import dataclasses
-import difflib
 import hashlib
 import json
 import types
@@ -12,8 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, TypeVar
 
 from verl_setup.matrix.yamlread import LinedDict
-
-EngineName = Literal["vllm", "sglang", "none"]
+from verl_setup.util.vocab import EngineName, suggest
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -242,8 +240,7 @@ class Builder:
         ok = True
         for key in data:
             if key not in fields:
-                close = difflib.get_close_matches(key, list(fields), n=1)
-                hint = f" (did you mean {close[0]!r}?)" if close else ""
+                hint = suggest(key, fields)
                 self.problem(lines.get(key, line), where, f"unknown key {key!r}{hint}")
                 ok = False
         kwargs: dict[str, Any] = {}
@@ -274,8 +271,7 @@ class Builder:
         if origin is Literal:
             if value in args:
                 return value
-            close = difflib.get_close_matches(str(value), [str(a) for a in args], n=1)
-            hint_text = f" (did you mean {close[0]!r}?)" if close else ""
+            hint_text = suggest(str(value), [str(a) for a in args])
             self.problem(line, where, f"{value!r} is not one of {', '.join(map(str, args))}{hint_text}")
             return _BAD
         if origin is tuple:

@@ -8,16 +8,16 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Generic, Literal, TypeVar
+from typing import Any, Generic, TypeVar
 
 from verl_setup.errors import BadInputError
 from verl_setup.host.facts import HostFacts, PythonInterpreter
 from verl_setup.matrix.cuda import CudaRules
 from verl_setup.util.versions import DriverVersion, fmt, parse_minor, parse_python
+from verl_setup.util.vocab import ENGINE_NAMES, POLICIES, Policy
 
 V = TypeVar("V")
-Policy = Literal["compat", "strict"]
-ENGINES = ("vllm", "sglang", "none")
+ENGINES = ENGINE_NAMES
 
 
 @dataclass(frozen=True)
@@ -158,7 +158,7 @@ def build_target(
     if engine_text is not None and engine_text not in ENGINES:
         raise BadInputError(f"bad engine {engine_text!r}: expected one of {', '.join(ENGINES)}")
     policy_text, policy_source = pick(request.policy, "--policy", "VERL_SETUP_POLICY")
-    if policy_text not in (None, "compat", "strict"):
+    if policy_text is not None and policy_text not in POLICIES:
         raise BadInputError(f"bad policy {policy_text!r}: expected compat or strict")
     policy: Fact[Policy] = Fact("strict" if policy_text == "strict" else "compat", policy_source or "default")
 

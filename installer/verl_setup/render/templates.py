@@ -19,6 +19,7 @@ from verl_setup.plan.recipe import FlashAttnRequest, Recipe, build_recipe
 from verl_setup.plan.select import Plan
 from verl_setup.render.values import EnvVar, environment, nvidia_require_cuda
 from verl_setup.util.paths import data_dir
+from verl_setup.util.vocab import RENDER_TARGETS, suggest
 
 # Target -> (template, output file name, executable).
 TARGETS: dict[str, tuple[tuple[str, str, bool], ...]] = {
@@ -88,7 +89,10 @@ def expand_targets(names: list[str]) -> tuple[str, ...]:
         elif name in TARGETS:
             out += [] if name in out else [name]
         else:
-            raise BadInputError(f"unknown render target {name!r}: choose from {', '.join([*TARGETS, 'all'])}")
+            hint = suggest(name, [*RENDER_TARGETS, "all"])
+            raise BadInputError(
+                f"unknown render target {name!r}{hint}: choose from {', '.join([*TARGETS, 'all'])}"
+            )
     return tuple(out)
 
 

@@ -13,6 +13,7 @@ from verl_setup.doctor.probes.launch_command import Resolver, hydra_value
 from verl_setup.doctor.probes.verl_config import MISSING
 from verl_setup.doctor.result import CheckResult, Evidence, Finding, fold, skip
 from verl_setup.host.facts import Gpu
+from verl_setup.util.vocab import ROLLOUT_ENGINES
 
 ID = "gpu-memory"
 KEY = "actor_rollout_ref.rollout.gpu_memory_utilization"
@@ -54,7 +55,7 @@ def check_gpu_memory(ctx: Context) -> CheckResult:
         if free < want:
             findings.append(
                 Finding(
-                    status="fail" if engine in ("vllm", "sglang") else "warn",
+                    status="fail" if engine in ROLLOUT_ENGINES else "warn",
                     message=f"GPU {gpu.index}: {free} MiB free, but gpu_memory_utilization={util:g} asks "
                     f"for {want:.0f} of {total} MiB"
                     + (
@@ -118,7 +119,7 @@ def _engine(ctx: Context) -> tuple[str, str | None, str]:
         given = ctx.launch.override("actor_rollout_ref.rollout.name")
         name = given.value if given else None
     if name is None:
-        name = next((e for e in ("vllm", "sglang") if e in dists), None)
+        name = next((e for e in ROLLOUT_ENGINES if e in dists), None)
     if name is not None:
         return name, dists.get(name), "installed" if name in dists else "launch command"
     row, how = ctx.row

@@ -1,0 +1,29 @@
+"""The closed vocabularies, written once: help text, validation and JSON all read them from here."""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Iterable
+from typing import Literal, get_args
+
+EngineName = Literal["vllm", "sglang", "none"]
+ENGINE_NAMES: tuple[EngineName, ...] = get_args(EngineName)
+ROLLOUT_ENGINES: tuple[EngineName, ...] = ("vllm", "sglang")  # the engines that serve rollouts
+
+Policy = Literal["compat", "strict"]
+POLICIES: tuple[Policy, ...] = get_args(Policy)
+
+ProofLevel = Literal["resolves", "installs", "imports", "gpu"]
+PROOF_LEVELS: tuple[ProofLevel, ...] = get_args(ProofLevel)
+
+RenderTarget = Literal["venv", "docker", "env", "ray", "slurm", "kuberay"]
+RENDER_TARGETS: tuple[RenderTarget, ...] = get_args(RenderTarget)
+
+CheckId = Literal["python", "cuda", "ray", "hf-cache", "gpu-memory", "launch"]
+CHECK_IDS: tuple[CheckId, ...] = get_args(CheckId)
+
+
+def suggest(word: str, choices: Iterable[str]) -> str:
+    """` (did you mean 'x'?)` for the closest choice, or nothing: the one "did you mean"."""
+    close = difflib.get_close_matches(word, list(choices), n=1)
+    return f" (did you mean {close[0]!r}?)" if close else ""
