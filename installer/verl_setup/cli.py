@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 from collections.abc import Sequence
@@ -12,6 +11,7 @@ from typing import Any
 
 from verl_setup import __version__
 from verl_setup.errors import VerlSetupError
+from verl_setup.output import envelope
 from verl_setup.util.vocab import CHECK_IDS, ENGINE_NAMES, POLICIES, RENDER_TARGETS
 
 
@@ -85,7 +85,7 @@ def _run_plan(args: argparse.Namespace) -> int:
 
     plan = _plan(args)
     if args.json:
-        sys.stdout.write(json.dumps(plan.to_json(), indent=2) + "\n")
+        sys.stdout.write(envelope(plan.to_json()))
     else:
         sys.stdout.write(report.plan_text(plan, explain=args.explain))
     return 0
@@ -124,9 +124,7 @@ def _run_matrix_list(args: argparse.Namespace) -> int:
     matrix = load_matrix(args.matrix)
     if args.json:
         rows = [r.to_dict() for r in matrix.rows]
-        sys.stdout.write(
-            json.dumps({"matrix": str(matrix.path), "sha256": matrix.sha256, "rows": rows}, indent=2) + "\n"
-        )
+        sys.stdout.write(envelope({"matrix": str(matrix.path), "sha256": matrix.sha256, "rows": rows}))
     else:
         sys.stdout.write(report.matrix_list_text(matrix))
     return 0
@@ -139,7 +137,14 @@ def _run_matrix_show(args: argparse.Namespace) -> int:
     matrix = load_matrix(args.matrix)
     row = matrix.row(args.id)
     if args.json:
-        sys.stdout.write(json.dumps(row.to_dict(), indent=2) + "\n")
+        sys.stdout.write(
+            envelope(
+                {
+                    "row": row.to_dict(),
+                    "proof": dict(zip(("level", "detail"), matrix.proof_of(row), strict=True)),
+                }
+            )
+        )
     else:
         sys.stdout.write(report.row_text(row, matrix))
     return 0
@@ -159,9 +164,7 @@ def _run_matrix_validate(args: argparse.Namespace) -> int:
     path = (args.file or default_matrix_path()).resolve()
     problems, matrix = check(path)
     if args.json:
-        sys.stdout.write(
-            json.dumps({"file": str(path), "ok": not problems, "problems": problems}, indent=2) + "\n"
-        )
+        sys.stdout.write(envelope({"file": str(path), "ok": not problems, "problems": problems}))
     elif problems:
         sys.stdout.write("".join(f"{p}\n" for p in problems))
     else:

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 
 from verl_setup.commands.common import flash_attn_request
 from verl_setup.errors import BadInputError
+from verl_setup.output import envelope
 from verl_setup.plan.select import Plan
 from verl_setup.render.templates import RenderOptions, compare, expand_targets, render, write
 
@@ -47,7 +47,7 @@ def run_render(args: argparse.Namespace, plan: Plan) -> int:
             "dry_run": args.dry_run,
             "files": [{"name": f.name, "status": f.status} for f in files],
         }
-        sys.stdout.write(json.dumps(report, indent=2) + "\n")
+        sys.stdout.write(envelope(report))
     else:
         for f in files:
             sys.stdout.write(f"{f.status:<10} {args.out / f.name}\n")

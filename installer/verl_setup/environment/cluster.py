@@ -18,6 +18,7 @@ from typing import Any, TextIO
 from verl_setup.environment.lock import Lock
 from verl_setup.environment.verify import PROBE_FUNCTION, Expected, Finding, Snapshot, compare, from_lock
 from verl_setup.errors import CheckFailedError
+from verl_setup.output import envelope
 from verl_setup.util.runner import ProgramError, run
 
 RESULT_MARK = "VERL_SETUP_RESULT "
@@ -160,7 +161,7 @@ def verify_cluster(
     results = compare_nodes(nodes, lock)
     bad = [(node, findings) for node, findings, _ in results if findings]
     if as_json:
-        out.write(json.dumps(_json(address, results, lock), indent=2) + "\n")
+        out.write(envelope(_json(address, results, lock)))
     else:
         out.write(_text(address, results, lock))
     if bad:

@@ -26,6 +26,7 @@ from verl_setup.errors import CheckFailedError
 from verl_setup.matrix.load import Matrix
 from verl_setup.matrix.proof import Evidence, record, today
 from verl_setup.matrix.schema import Row
+from verl_setup.output import envelope
 from verl_setup.util.runner import ProgramError, stream
 
 STEP_TIMEOUT_S = 3600.0
@@ -192,7 +193,7 @@ def command(row_ids: Sequence[str], matrix: Matrix, *, json_out: bool, keep_reco
             if keep_record and not result.skipped:
                 book = record(book, row, result.steps, result.failed)
     if json_out:
-        out.write(json.dumps({"schema": 1, "rows": [r.to_json() for r in results]}, indent=2) + "\n")
+        out.write(envelope({"rows": [r.to_json() for r in results]}))
     else:
         out.write(table(results))
         out.write(

@@ -1,0 +1,88 @@
+"""Every `--json` output is a versioned object: `"schema": 1` first, and the keys each command
+documents. One contract per command, run as a user would (a fresh process)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.integration.test_install import TINY_MATRIX, cli, tiny_env
+
+pytestmark = [pytest.mark.network]
+
+
+def as_json(*argv: str, code: int = 0, env: dict[str, str] | None = None) -> dict[str, Any]:
+    result = cli(*argv, env=env or tiny_env())
+    assert result.returncode == code, result.stderr
+    data = json.loads(result.stdout)
+    assert next(iter(data)) == "schema", list(data)[:3]
+    assert data["schema"] == 1
+    return dict(data)
+
+
+def test_detect() -> None:
+    data = as_json("detect", "--json")
+    assert {"os", "pythons", "nvidia", "gpus", "cuda_toolkits", "tools", "env"} <= set(data)
+
+
+def test_plan() -> None:
+    data = as_json("plan", "--json", "--no-gpu")
+    assert {
+        "row",
+        "proof",
+        "python",
+        "policy",
+        "requirements",
+        "facts",
+        "warnings",
+        "rejected",
+        "matrix",
+    } <= set(data)
+
+
+def test_matrix_list_show_validate() -> None:
+    listing = as_json("matrix", "list", "--json")
+    assert {"matrix", "sha256", "rows"} <= set(listing)
+    shown = as_json("matrix", "show", "cpu", "--json")
+    assert shown["row"]["id"] == "cpu"
+    assert set(shown["proof"]) == {"level", "detail"}
+    assert as_json("matrix", "validate", "--json")["ok"] is True
+
+
+def test_render(tmp_path: Path) -> None:
+    data = as_json("render", "env", "--no-gpu", "--out", str(tmp_path), "--json")
+    assert [f["name"] for f in data["files"]] == ["env.sh", "env.list"]
+
+
+def test_doctor_fails_with_a_report_too() -> None:
+    result = cli("doctor", "--json", "--check", "hf-cache", env=tiny_env(HF_HUB_OFFLINE="1"))
+    data = json.loads(result.stdout)
+    assert next(iter(data)) == "schema"
+    assert {"ok", "checks"} <= set(data)
+
+
+def test_install_verify_lock_and_a_failed_install(tmp_path: Path) -> None:
+    prefix = tmp_path / "env"
+    installed = as_json("install", "--matrix", str(TINY_MATRIX), "--prefix", str(prefix), "--json")
+    assert {"ok", "seconds", "manifest", "steps", "import"} <= set(installed)
+    verified = as_json("verify", "--prefix", str(prefix), "--json")
+    assert {"ok", "prefix", "python", "findings", "distributions", "import"} <= set(verified)
+    lock = tmp_path / "l.lock"
+    locked = as_json("lock", "--matrix", str(TINY_MATRIX), "--out", str(lock), "--json")
+    assert {"out", "sha256", "row", "python", "distributions"} <= set(locked)
+    failed = as_json(
+        "install", "--matrix", str(TINY_MATRIX), "--prefix", str(tmp_path), "--json", code=2
+    )  # tmp_path holds files and is no venv: refused
+    assert (failed["ok"], failed["exit_code"]) == (False, 2)
+
+
+def test_prove(tmp_path: Path) -> None:
+    matrix = tmp_path / "verl.yaml"
+    matrix.write_text(TINY_MATRIX.read_text())
+    data = as_json("matrix", "prove", "tiny-new", "--matrix", str(matrix), "--json")
+    (row,) = data["rows"]
+    assert row["reached"] == ["resolves", "installs", "imports"]
+    assert (tmp_path / "proof.yaml").is_file()
