@@ -35,6 +35,7 @@ def test_plan_for_another_machine_from_flags_alone() -> None:
         (["--verl", "latest"], "bad verl version prefix 'latest'"),
     ],
 )
+@pytest.mark.subprocess
 def test_bad_input_is_exit_2_and_one_line(argv: list[str], needle: str) -> None:
     result = run_cli("plan", *argv)
     assert result.code == 2
@@ -89,6 +90,7 @@ def test_explain_shows_facts_evidence_and_every_rejection() -> None:
     assert "verl0.4-vllm0.8.5" in result.out
 
 
+@pytest.mark.subprocess
 def test_module_entry_point_and_help_work_in_a_subprocess() -> None:
     out = subprocess.run(
         [sys.executable, "-m", "verl_setup", "--help"], capture_output=True, text=True, check=False

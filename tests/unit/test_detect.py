@@ -43,6 +43,7 @@ def env_with(bin_dir: Path) -> dict[str, str]:
     return {"PATH": f"{bin_dir}{os.pathsep}/usr/bin:/bin", "HOME": str(bin_dir.parent)}
 
 
+@pytest.mark.subprocess
 def test_driver_from_procfs_gpus_and_processes_from_smi_xml(tmp_path: Path) -> None:
     host_tree(tmp_path, "proc-driver-version-565.57.01-open.txt")
     fake_smi(tmp_path / "bin", xml="smi-q-x-590.44.01-2x-rtx-a5000.xml", csv=None)
@@ -57,6 +58,7 @@ def test_driver_from_procfs_gpus_and_processes_from_smi_xml(tmp_path: Path) -> N
     assert any("NVML" in note for note in facts.notes)  # NVML is absent here, and said so
 
 
+@pytest.mark.subprocess
 def test_compute_capability_is_merged_from_the_csv_query(tmp_path: Path) -> None:
     fake_smi(tmp_path / "bin", xml=None, csv="smi-query-590.48.01-h100-all-fields.csv")
     facts = detect(root=tmp_path, env=env_with(tmp_path / "bin"))
@@ -66,6 +68,7 @@ def test_compute_capability_is_merged_from_the_csv_query(tmp_path: Path) -> None
     assert (gpu.name, gpu.compute_capability) == ("NVIDIA H100 80GB HBM3", "9.0")
 
 
+@pytest.mark.subprocess
 def test_banner_is_the_last_resort(tmp_path: Path) -> None:
     fake_smi(tmp_path / "bin", xml=None, csv=None)
     facts = detect(root=tmp_path, env=env_with(tmp_path / "bin"))
@@ -74,6 +77,7 @@ def test_banner_is_the_last_resort(tmp_path: Path) -> None:
     assert facts.gpus == ()
 
 
+@pytest.mark.subprocess
 def test_a_hung_nvidia_smi_is_killed_and_reported(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(nvidia, "SMI_TIMEOUT", 1.0)
     host_tree(tmp_path, "proc-driver-version-525.60.11-open.txt")
@@ -88,6 +92,7 @@ def test_a_hung_nvidia_smi_is_killed_and_reported(tmp_path: Path, monkeypatch: p
     assert any("nvidia-smi gave no readable answer" in n for n in facts.notes)
 
 
+@pytest.mark.subprocess
 def test_python_whose_version_flag_disagrees_with_its_runtime(tmp_path: Path) -> None:
     # A launcher that reports one version while another interpreter runs (the seed's trap 1).
     real = Path(os.__file__).parents[2] / "bin" / "python3"
@@ -105,6 +110,7 @@ def test_python_whose_version_flag_disagrees_with_its_runtime(tmp_path: Path) ->
     assert "says 3.10.12 but the running libpython is" in found.mismatch
 
 
+@pytest.mark.subprocess
 def test_pyenv_versions_are_found_without_shims(tmp_path: Path) -> None:
     pyenv = Path.home() / ".pyenv"
     versions = sorted(p.name for p in (pyenv / "versions").glob("3.*")) if pyenv.is_dir() else []
@@ -115,6 +121,7 @@ def test_pyenv_versions_are_found_without_shims(tmp_path: Path) -> None:
     assert set(versions) <= found
 
 
+@pytest.mark.subprocess
 def test_real_detection_on_this_gpu_less_machine() -> None:
     if Path("/proc/driver/nvidia/version").exists():
         pytest.skip("this machine has an NVIDIA driver")
@@ -129,6 +136,7 @@ def test_real_detection_on_this_gpu_less_machine() -> None:
         assert facts.cuda_toolkits
 
 
+@pytest.mark.subprocess
 def test_detect_json_round_trips_into_plan_host(tmp_path: Path) -> None:
     result = run_cli("detect", "--json")
     assert result.code == 0
@@ -140,6 +148,7 @@ def test_detect_json_round_trips_into_plan_host(tmp_path: Path) -> None:
     assert '"source": "host file' in plan.out
 
 
+@pytest.mark.subprocess
 def test_secrets_are_never_reported(tmp_path: Path) -> None:
     env = {
         "PATH": "/usr/bin:/bin",

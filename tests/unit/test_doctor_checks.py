@@ -173,6 +173,7 @@ def test_driver_against_torch_cuda_under_both_policies(xml: str, metadata: str, 
         assert "policy strict: needs >=" in finding.message
 
 
+@pytest.mark.subprocess
 def test_this_machines_nvcc_13_is_too_new_for_a_535_driver_and_fine_for_590() -> None:
     nvcc = system.tool("nvcc", "/usr/local/bin:/usr/bin:/bin")
     kits = system.cuda_toolkits(Path("/"), nvcc)
@@ -294,6 +295,7 @@ def test_json_report_is_versioned_and_text_shows_evidence_for_problems() -> None
     assert text.endswith("doctor: 2 checks: 1 pass, 1 fail\n")
 
 
+@pytest.mark.subprocess
 def test_doctor_on_this_gpu_less_machine_is_fast_and_skips_gpu_checks() -> None:
     started = time.monotonic()
     result = run_cli("doctor", "--json")

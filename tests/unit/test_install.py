@@ -160,6 +160,7 @@ def test_a_directory_that_is_not_a_venv_is_never_replaced(tmp_path: Path) -> Non
     check_prefix(tmp_path / "empty")
 
 
+@pytest.mark.subprocess
 def test_a_second_install_fails_at_once_naming_the_holder(tmp_path: Path) -> None:
     layout = Layout(prefix=tmp_path / "env")
     with install_lock(layout, wait_s=0, say=lambda _s: None):
@@ -204,6 +205,7 @@ def test_a_second_install_waits_for_the_first(tmp_path: Path) -> None:
     assert any(s.startswith("waiting for another install") for s in said)
 
 
+@pytest.mark.subprocess
 def test_stream_children_die_with_a_killed_parent(tmp_path: Path) -> None:
     pidfile = tmp_path / "child.pid"
     child_code = f"import os, time; open({str(pidfile)!r}, 'w').write(str(os.getpid())); time.sleep(60)"
@@ -237,6 +239,7 @@ def test_stream_children_die_with_a_killed_parent(tmp_path: Path) -> None:
 TINY = Path(__file__).resolve().parents[1] / "fixtures" / "tiny-matrix"
 
 
+@pytest.mark.subprocess
 def test_the_tiny_matrix_validates_and_its_stand_in_wheels_rebuild_byte_for_byte(tmp_path: Path) -> None:
     from verl_setup.matrix.load import check  # noqa: PLC0415
 

@@ -83,6 +83,7 @@ def from_dockerfile(scenario: Scenario) -> list[list[str]]:
 
 
 @pytest.mark.parametrize("scenario", [s for s in SCENARIOS if s.name != "hostile"], ids=lambda s: s.name)
+@pytest.mark.subprocess
 def test_install_script_and_dockerfile_run_the_same_uv_steps(scenario: Scenario, tmp_path: Path) -> None:
     expected = from_install(scenario)
     assert len(expected) >= 3  # torch, the engine or companions, verl at least

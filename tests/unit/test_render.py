@@ -51,6 +51,7 @@ def test_golden_files(scenario: Scenario) -> None:
 
 
 @pytest.mark.parametrize("scenario", SCENARIOS, ids=IDS)
+@pytest.mark.subprocess
 def test_rendered_shell_passes_shellcheck(scenario: Scenario, tmp_path: Path) -> None:
     shellcheck = tool("shellcheck")
     scripts = []
@@ -65,6 +66,7 @@ def test_rendered_shell_passes_shellcheck(scenario: Scenario, tmp_path: Path) ->
 
 
 @pytest.mark.parametrize("scenario", SCENARIOS, ids=IDS)
+@pytest.mark.subprocess
 def test_rendered_dockerfile_passes_hadolint(scenario: Scenario, tmp_path: Path) -> None:
     hadolint = tool("hadolint")
     (dockerfile,) = [f for f in render_scenario(scenario, ("docker",)) if f.name == "Dockerfile"]
@@ -120,6 +122,7 @@ def test_multi_node_cluster_has_gpu_workers_and_the_same_env() -> None:
     assert {"name": "NCCL_SOCKET_IFNAME", "value": "ib0"} in head_env
 
 
+@pytest.mark.subprocess
 def test_hostile_values_never_execute(tmp_path: Path) -> None:
     (scenario,) = [s for s in SCENARIOS if s.name == "hostile"]
     out = tmp_path / "dir with spaces $(touch pwned-out)"
@@ -236,6 +239,7 @@ def test_nvidia_require_cuda_follows_the_policy(tmp_path: Path) -> None:
     assert 'ENV NVIDIA_REQUIRE_CUDA="cuda>=12.8"' in (tmp_path / "s/Dockerfile").read_text()
 
 
+@pytest.mark.subprocess
 def test_write_rules_create_unchanged_changed_force_and_dry_run(tmp_path: Path) -> None:
     out = tmp_path / "out dir"
     args = ["render", "env", "venv", "--out", str(out), "--no-gpu"]
@@ -262,12 +266,14 @@ def test_write_rules_create_unchanged_changed_force_and_dry_run(tmp_path: Path) 
     assert "TOKENIZERS_PARALLELISM" in (out / "env.sh").read_text()
 
 
+@pytest.mark.subprocess
 def test_dry_run_on_a_new_folder_creates_nothing(tmp_path: Path) -> None:
     result = run_cli("render", "all", "--out", str(tmp_path / "new"), "--no-gpu", "--dry-run")
     assert result.code == 0
     assert not (tmp_path / "new").exists()
 
 
+@pytest.mark.subprocess
 def test_unknown_target_and_unwritable_out(tmp_path: Path) -> None:
     bad = run_cli("render", "dockerfile", "--out", str(tmp_path), "--no-gpu")
     assert bad.code == 2
@@ -279,6 +285,7 @@ def test_unknown_target_and_unwritable_out(tmp_path: Path) -> None:
     assert "cannot create output folder" in blocked.err
 
 
+@pytest.mark.subprocess
 def test_ca_bundle_travels_into_the_build_context(tmp_path: Path) -> None:
     bundle = tmp_path / "corp.pem"
     bundle.write_text("-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n")
@@ -294,6 +301,7 @@ def test_ca_bundle_travels_into_the_build_context(tmp_path: Path) -> None:
     assert "cannot read --ca-bundle" in missing.err
 
 
+@pytest.mark.subprocess
 def test_ray_worker_adds_the_heads_port_to_a_bare_address(tmp_path: Path) -> None:
     (scenario,) = [s for s in SCENARIOS if s.name == "cpu"]
     worker = {f.name: f.content for f in render_scenario(scenario, ("ray",))}["ray-worker.sh"]
@@ -313,6 +321,7 @@ def test_sbatch_asks_for_gpus_only_when_there_are_some() -> None:
     assert "#SBATCH --gpus-per-node=8" in render_scenario(h200, ("slurm",))[0].content
 
 
+@pytest.mark.subprocess
 def test_docker_build_refuses_buildkit_before_needing_an_engine() -> None:
     result = run_cli("docker", "build", "--no-gpu", "--tag", "x:y", "--buildkit")
     assert result.code == 2
