@@ -52,7 +52,7 @@ def test_host_file_problems_are_exit_2(tmp_path: Path, host_file: WriteHost) -> 
     wrong.write_text(json.dumps({"schema": 1, "os": {}}))
     result = run_cli("plan", "--host", str(wrong))
     assert result.code == 2
-    assert "os.distro: missing" in result.err
+    assert "os: missing key 'distro'" in result.err
     bad_driver = host_file(host(driver="535.x", gpus=(("NVIDIA H100 80GB HBM3", "9.0"),)))
     result = run_cli("plan", "--host", str(bad_driver))
     assert result.code == 2

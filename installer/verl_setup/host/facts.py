@@ -4,13 +4,12 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import types
-import typing
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal, TypeVar
+from typing import Literal
 
 from verl_setup.errors import BadInputError
+from verl_setup.util.databuild import Builder
 
 SCHEMA = 1
 
@@ -137,64 +136,8 @@ def load_host_file(path: Path) -> HostFacts:
             f"host file {str(path)!r}: schema {data.get('schema')!r} is not {SCHEMA} "
             "(make it with `verl-setup detect --json`)"
         )
-    try:
-        return _build(HostFacts, data, "")
-    except _ShapeError as exc:
-        raise BadInputError(f"host file {str(path)!r}: {exc}") from exc
-
-
-class _ShapeError(Exception):
-    pass
-
-
-T = TypeVar("T")
-
-
-def _build(cls: type[T], data: Any, where: str) -> T:
-    """Construct dataclass `cls` from JSON data, checking every field's type."""
-    if not isinstance(data, dict):
-        raise _ShapeError(f"{where or 'top level'}: expected an object")
-    hints = typing.get_type_hints(cls)
-    kwargs: dict[str, Any] = {}
-    for f in dataclasses.fields(cls):  # type: ignore[arg-type]  # cls is a dataclass by contract
-        key = f"{where}.{f.name}" if where else f.name
-        if f.name not in data:
-            if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING:
-                raise _ShapeError(f"{key}: missing")
-            continue
-        kwargs[f.name] = _convert(hints[f.name], data[f.name], key)
-    unknown = set(data) - {f.name for f in dataclasses.fields(cls)}  # type: ignore[arg-type]
-    if unknown:
-        raise _ShapeError(f"{where or 'top level'}: unknown key {sorted(unknown)[0]!r}")
-    return cls(**kwargs)
-
-
-def _convert(hint: Any, value: Any, key: str) -> Any:  # noqa: PLR0911  # one branch per JSON shape
-    origin = typing.get_origin(hint)
-    args = typing.get_args(hint)
-    if origin in (typing.Union, types.UnionType):
-        if value is None and type(None) in args:
-            return None
-        (inner,) = [a for a in args if a is not type(None)]
-        return _convert(inner, value, key)
-    if origin is Literal:
-        if value not in args:
-            raise _ShapeError(f"{key}: {value!r} is not one of {', '.join(map(str, args))}")
-        return value
-    if origin is tuple:
-        if not isinstance(value, list):
-            raise _ShapeError(f"{key}: expected a list")
-        return tuple(_convert(args[0], v, f"{key}[{i}]") for i, v in enumerate(value))
-    if origin is dict:
-        if not isinstance(value, dict) or not all(isinstance(v, str) for v in value.values()):
-            raise _ShapeError(f"{key}: expected an object of strings")
-        return dict(value)
-    if dataclasses.is_dataclass(hint):
-        return _build(hint, value, key)  # type: ignore[arg-type]
-    if hint is bool and isinstance(value, bool):
-        return value
-    if hint is int and isinstance(value, int) and not isinstance(value, bool):
-        return value
-    if hint is str and isinstance(value, str):
-        return value
-    raise _ShapeError(f"{key}: expected {getattr(hint, '__name__', hint)}, got {value!r}")
+    builder = Builder(str(path))
+    facts = builder.build(HostFacts, data, "", 0)
+    if facts is None:
+        raise BadInputError(f"host file {builder.problems[0]}")
+    return facts

@@ -12,11 +12,12 @@ from packaging.version import InvalidVersion, Version
 from verl_setup.errors import BadInputError
 from verl_setup.matrix.cuda import CudaRules
 from verl_setup.matrix.proof import PROOF_FILE, Level, ProofBook, load_proof
-from verl_setup.matrix.schema import Builder, CudaFile, Row, RowsFile
-from verl_setup.matrix.yamlread import YamlError, read_yaml
+from verl_setup.matrix.schema import CudaFile, Row, RowsFile
+from verl_setup.util.databuild import Builder
 from verl_setup.util.paths import data_dir
 from verl_setup.util.versions import DriverVersion, parse_minor
 from verl_setup.util.vocab import suggest
+from verl_setup.util.yamlread import YamlError, read_yaml
 
 SCHEMA = 1
 
