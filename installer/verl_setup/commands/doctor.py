@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Mapping
-from pathlib import Path
 from typing import TextIO
 
 from verl_setup.doctor.context import Options
@@ -12,6 +11,7 @@ from verl_setup.doctor.result import report_json, report_text
 from verl_setup.doctor.run import make_context, run_checks, selected
 from verl_setup.errors import CheckFailedError
 from verl_setup.output import envelope
+from verl_setup.plan.target import from_env
 
 
 def options_from_args(args: argparse.Namespace) -> Options:
@@ -33,7 +33,7 @@ def run(args: argparse.Namespace, env: Mapping[str, str], out: TextIO) -> int:
     """Print the report (text or JSON), then exit 5 if anything failed."""
     options = options_from_args(args)
     selected(options.checks)  # bad ids are bad input (exit 2), before any probe runs
-    host = args.host or (Path(env["VERL_SETUP_HOST"]) if env.get("VERL_SETUP_HOST") else None)
+    host = from_env(args.host, env, "VERL_SETUP_HOST")
     results = run_checks(make_context(options, env, host))
     out.write(envelope(report_json(results)) if args.json else report_text(results))
     out.flush()

@@ -17,6 +17,7 @@ from verl_setup.doctor.result import CheckResult
 from verl_setup.errors import BadInputError
 from verl_setup.host.facts import HostFacts
 from verl_setup.matrix.load import load_matrix
+from verl_setup.plan.target import from_env
 from verl_setup.util.vocab import suggest
 
 Check = Callable[[Context], CheckResult]
@@ -66,5 +67,5 @@ def run_checks(ctx: Context) -> list[CheckResult]:
 
 def make_context(options: Options, env: Mapping[str, str], host: HostFacts | Path | None = None) -> Context:
     """A context over given facts, a host file, or (lazily) detection."""
-    matrix_path = options.matrix or (Path(env["VERL_SETUP_MATRIX"]) if env.get("VERL_SETUP_MATRIX") else None)
-    return Context(options=options, env=dict(env), matrix=load_matrix(matrix_path), host=host)
+    matrix = load_matrix(from_env(options.matrix, env, "VERL_SETUP_MATRIX"))
+    return Context(options=options, env=dict(env), matrix=matrix, host=host)

@@ -23,6 +23,7 @@ from verl_setup.errors import CheckFailedError, InstallError
 VERIFY = (
     "import json, sys\n"
     "from importlib.metadata import PackageNotFoundError, version\n"
+    "from packaging.version import Version\n"  # as verify compares: 2.11 == 2.11.0
     "bad = {}\n"
     "for pin in sys.argv[1:]:\n"
     "    name, _, want = pin.partition('==')\n"
@@ -31,7 +32,7 @@ VERIFY = (
     "        have = version(name)\n"
     "    except PackageNotFoundError:\n"
     "        have = None\n"
-    "    if have != want:\n"
+    "    if have is None or Version(have) != Version(want):\n"
     "        bad[name] = [want, have]\n"
     "print(json.dumps({'python': '%d.%d.%d' % sys.version_info[:3], 'mismatches': bad}))\n"
 )

@@ -10,7 +10,7 @@ from verl_setup.host.detect import detect
 from verl_setup.host.facts import load_host_file
 from verl_setup.matrix.load import load_matrix
 from verl_setup.plan.select import Plan, plan_row, select
-from verl_setup.plan.target import Request, build_target
+from verl_setup.plan.target import Request, build_target, from_env
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -24,9 +24,6 @@ class PlanInputs:
 
 def make_plan(inputs: PlanInputs, env: Mapping[str, str]) -> Plan:
     """Load the matrix (given, VERL_SETUP_MATRIX, bundled), build the target, select (or take the row)."""
-    matrix_path = inputs.matrix
-    if matrix_path is None and env.get("VERL_SETUP_MATRIX"):
-        matrix_path = Path(env["VERL_SETUP_MATRIX"])
-    matrix = load_matrix(matrix_path)
+    matrix = load_matrix(from_env(inputs.matrix, env, "VERL_SETUP_MATRIX"))
     target = build_target(inputs.request, env=env, rules=matrix.cuda, detect=detect, load_host=load_host_file)
     return select(target, matrix) if inputs.row is None else plan_row(target, matrix, inputs.row)

@@ -98,6 +98,13 @@ class Target:
         return {n: {"value": plain(getattr(self, n).value), "source": getattr(self, n).source} for n in names}
 
 
+def from_env(given: Path | None, env: Mapping[str, str], name: str) -> Path | None:
+    """A path flag, else the environment variable `name` (flag > env, stated once for paths)."""
+    if given is not None:
+        return given
+    return Path(env[name]) if env.get(name) else None
+
+
 def build_target(
     request: Request,
     *,
@@ -185,7 +192,7 @@ def _host_for(
     load_host: Callable[[Path], HostFacts],
 ) -> tuple[HostFacts | None, str]:
     """The host file if given; no host when flags describe another machine; else detection."""
-    host_file = request.host_file or (Path(env["VERL_SETUP_HOST"]) if env.get("VERL_SETUP_HOST") else None)
+    host_file = from_env(request.host_file, env, "VERL_SETUP_HOST")
     if host_file is not None:
         return load_host(host_file), f"host file {host_file}"
     # Flags that describe a GPU node mean "plan for another machine": this machine's own
