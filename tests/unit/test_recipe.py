@@ -10,9 +10,11 @@ from pathlib import Path
 
 import pytest
 
+from tests.conftest import host
 from tests.render_scenarios import SCENARIOS, Scenario, plan_for, render_scenario
 from verl_setup.environment.install import PythonChoice, uv_commands
 from verl_setup.errors import InstallError
+from verl_setup.host.facts import HostFacts
 from verl_setup.plan.recipe import build_recipe
 
 SENTINEL = "OVERRIDES"
@@ -149,3 +151,26 @@ def test_a_build_with_nvcc_of_another_cuda_major_is_refused() -> None:
         build_recipe(plan_for(scenario), flash_attn="build", nvcc_version="12.4")
     with pytest.raises(InstallError, match=r"needs nvcc of CUDA 13\.0"):
         build_recipe(plan_for(scenario), flash_attn="build", nvcc_version=None)
+
+
+def test_a_rhel8_glibc_gets_no_ubuntu_22_04_wheel_and_is_told_why() -> None:
+    """flash-attn 2.8.x wheels need GLIBC_2.32 (flash-attention #1762, PR #1780): a glibc 2.28 host
+    passes the row's own glibc check, and must not get the wheel that fails at `import flash_attn`."""
+    rhel8 = host(driver="570.124.06", gpus=(("NVIDIA H100 80GB HBM3", "9.0"),), glibc="2.28")
+    scenario = Scenario("rhel8", {"verl": "0.6.1", "engine": "vllm", "python": "3.12.3"}, machine=rhel8)
+    plan = plan_for(scenario)
+    assert plan.row.packages["flash-attn"] == "2.8.3"
+    with pytest.raises(
+        InstallError, match=r"its prebuilt wheels need glibc >= 2\.32 and the target has 2\.28"
+    ):
+        build_recipe(plan)
+    on_ubuntu = plan_for(
+        Scenario("u22", dict(scenario.request), machine=host(driver="570.124.06", gpus=rhel8_gpus(rhel8)))
+    )
+    fa = build_recipe(on_ubuntu).flash_attn
+    assert fa is not None
+    assert fa.mode == "wheel"
+
+
+def rhel8_gpus(facts: HostFacts) -> tuple[tuple[str, str | None], ...]:
+    return tuple((g.name, g.compute_capability) for g in facts.gpus)
