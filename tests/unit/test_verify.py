@@ -83,6 +83,16 @@ def test_opencv_beside_opencv_headless_is_flagged() -> None:
     assert "beside opencv-python" in findings[0].note
 
 
+def test_old_pynvml_beside_nvidia_ml_py_is_harmful_but_the_shim_from_12_is_not() -> None:
+    """pynvml 11.x ships a `pynvml` package; from 12 on it is a shim that requires nvidia-ml-py
+    (found when `make prove` flagged the sglang 0.5.2 and 0.4.6.post5 rows, which pull 13.0.1)."""
+    old = snapshot(("pynvml", "11.5.3"), ("nvidia-ml-py", "12.535.161"))
+    findings, _ = compare(old, Expected(source="x", pins={}, complete=False))
+    assert kinds(findings) == {("harmful", "nvidia-ml-py")}
+    shim = snapshot(("pynvml", "13.0.1"), ("nvidia-ml-py", "13.615.71"))
+    assert compare(shim, Expected(source="x", pins={}, complete=False))[0] == []
+
+
 def test_a_second_torch_on_sys_path_is_a_duplicate() -> None:
     env = snapshot(("torch", "2.11.0"), ("verl", "0.9.1"), ("ray", "2.58.0"))
     env = Snapshot(

@@ -32,6 +32,9 @@ CONFLICTS = (
     ("opencv-python", "opencv-python-headless", "opencv-contrib-python", "opencv-contrib-python-headless"),
     ("pynvml", "nvidia-ml-py"),
 )
+# Releases from which a distribution no longer ships the shared module: pynvml >= 12 is a shim
+# over nvidia-ml-py (its wheel holds pynvml_utils/ and a redirector, and requires nvidia-ml-py).
+NO_LONGER_CONFLICTS = {"pynvml": Version("12")}
 Kind = Literal["missing", "replaced", "changed", "harmful", "duplicate", "python", "unreachable"]
 
 # Runs in the target interpreter (and in each Ray node's workers): standard library only.
@@ -280,6 +283,14 @@ def from_manifest(path: Path) -> Expected | None:
         raise BadInputError(f"{path}: unreadable verl-setup manifest ({exc})") from exc
 
 
+def _shim(name: str, version: str) -> bool:
+    since = NO_LONGER_CONFLICTS.get(name)
+    try:
+        return since is not None and Version(version) >= since
+    except InvalidVersion:
+        return False
+
+
 def compare(snap: Snapshot, expected: Expected) -> tuple[list[Finding], list[str]]:
     """Findings (missing, replaced, harmful, duplicated) and notes for one environment."""
     have = snap.versions()
@@ -308,7 +319,7 @@ def compare(snap: Snapshot, expected: Expected) -> tuple[list[Finding], list[str
                 Finding(kind="harmful", name=name, found=have[name], note=f"not part of {expected.source}")
             )
     for group in CONFLICTS:
-        present = [n for n in group if n in have]
+        present = [n for n in group if n in have and not _shim(n, have[n])]
         for name in present[1:] if len(present) > 1 else ():
             note = f"beside {present[0]}: both install the same module, the last one installed wins"
             findings.append(Finding(kind="harmful", name=name, found=have[name], note=note))
