@@ -86,3 +86,15 @@ def test_uv_failures_are_explained_by_package_and_cause() -> None:
     )
     offline = "error: Failed to fetch: `https://example.invalid/simple/six/`\n  Caused by: dns error\n"
     assert "could not be reached" in explain_failure(offline)
+
+
+def test_a_module_the_row_declares_gpu_only_counts_as_gpu_without_a_driver(tmp_path: Path) -> None:
+    """As sglang 0.4.6.post5, which falls back to vLLM's kernels when torch sees no CUDA."""
+    files = {**VERL_09, "verl/workers/engine_workers.py": "import vllm_fallback_kernels\n"}
+    root = tree(tmp_path, files)
+    declared = {"verl.workers.engine_workers": "imports a fallback without CUDA (row evidence)"}
+    result = run_probe(Path(sys.executable), "vllm", 120, env_with(root), declared)
+    (module,) = [m for m in result.modules if m.module == "verl.workers.engine_workers"]
+    assert module.outcome == "gpu"
+    assert "(matrix: imports a fallback without CUDA (row evidence))" in module.error
+    assert result.ok

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import json
 from collections.abc import Mapping
 from pathlib import Path
 from typing import TextIO
@@ -48,8 +49,22 @@ def run(args: argparse.Namespace, env: Mapping[str, str], out: TextIO) -> int:
         return manifest
 
     timeout = None if args.no_import else args.import_timeout
-    report = verify_env(python, expected_for, import_timeout=timeout, env=env)
+    report = verify_env(
+        python, expected_for, import_timeout=timeout, env=env, gpu_only=_gpu_only(args, python)
+    )
     out.write(envelope(report.to_json()) if args.json else report.text())
     if not report.ok:
         raise CheckFailedError(report.summary())
     return 0
+
+
+def _gpu_only(args: argparse.Namespace, python: Path) -> dict[str, str]:
+    """The row's modules that need an NVIDIA driver to import (--row, else the manifest's row)."""
+    row_id = args.row
+    if row_id is None:
+        try:
+            row_id = json.loads((python.parent.parent / MANIFEST).read_text(encoding="utf-8"))["row"]["id"]
+        except (OSError, ValueError, KeyError, TypeError):
+            return {}
+    matrix = load_matrix(args.matrix)
+    return dict(next((r.gpu_only_imports for r in matrix.rows if r.id == row_id), {}))

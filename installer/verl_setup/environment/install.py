@@ -286,7 +286,12 @@ def build(job: Job, progress: Progress) -> tuple[Job, dict[str, Any], Report]:
 
     python = job.staging / "bin" / "python"
     report = verify_env(
-        python, expected_for, import_timeout=job.import_timeout, env=job.env, engine=row.engine.name
+        python,
+        expected_for,
+        import_timeout=job.import_timeout,
+        env=job.env,
+        engine=row.engine.name,
+        gpu_only=row.gpu_only_imports,
     )
     if not report.ok:
         sys.stderr.write(report.text())

@@ -342,6 +342,7 @@ def verify_env(
     import_timeout: float | None,
     env: Mapping[str, str] | None = None,
     engine: str | None = None,
+    gpu_only: Mapping[str, str] | None = None,
 ) -> Report:
     """List distributions, compare with `expected_for(snapshot)`, then run the import probe.
 
@@ -358,7 +359,7 @@ def verify_env(
     if engine is None:
         have = snap.versions()
         engine = next((e for e in ROLLOUT_ENGINES if e in have), "none")
-    result = run_probe(python, engine, import_timeout, env)
+    result = run_probe(python, engine, import_timeout, env, gpu_only)
     return Report(
         snapshot=snap, expected=expected, findings=tuple(findings), notes=tuple(notes), probe=result
     )

@@ -104,6 +104,9 @@ class Row:
     docker: Docker | None = None
     evidence: dict[str, str]
     known_issues: tuple[KnownIssue, ...] = ()
+    # Modules whose import needs an NVIDIA driver although it fails otherwise on a machine
+    # without one (module -> why, with its source): the probe counts them as `gpu` there.
+    gpu_only_imports: dict[str, str] = field(default_factory=dict)
     notes: str | None = None
     line: int = field(default=0, compare=False)
 

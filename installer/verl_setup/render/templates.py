@@ -177,6 +177,7 @@ def context(plan: Plan, options: RenderOptions) -> dict[str, Any]:
         "recipe": _recipe(plan, options),
         "overrides_sentinel": OVERRIDES_SENTINEL,
         "probe_code": PROBE_CODE,
+        "gpu_only_json": json.dumps(row.gpu_only_imports, sort_keys=True),
         "index_url": plan.index_url,
         "overrides": list(row.overrides),
         "matrix_sha256": plan.matrix.sha256,

@@ -2,6 +2,14 @@
 import importlib, importlib.util, json, pkgutil, sys, time, traceback
 engine = sys.argv[1] if len(sys.argv) > 1 else "none"
 report = sys.argv[2:3] == ["--report"]  # for rendered scripts: words on stderr, exit 1 on a failure
+# The row's modules that only import with an NVIDIA driver (module -> why); only without one.
+declared = json.loads(sys.argv[3]) if len(sys.argv) > 3 else {}
+try:
+    import ctypes
+    ctypes.CDLL("libcuda.so.1")
+    declared = {}
+except OSError:
+    pass
 GPU_SIGNS = ("libcuda.so", "libnvidia-ml", "NVIDIA driver", "no NVIDIA GPU", "CUDA driver",
              "cudaGetDeviceCount", "nvmlInit", "No CUDA GPUs", "libnvrtc", "Found no NVIDIA")
 def exists(name):
@@ -57,7 +65,9 @@ for name in modules:
         missing = getattr(exc, "name", None) if isinstance(exc, ModuleNotFoundError) else None
         top = (missing or "").split(".")[0]
         dist = ",".join(owners.get(top, [])) or None
-        gpu = any(s in full for s in GPU_SIGNS)
+        why = declared.get(name)
+        gpu = why is not None or any(s in full for s in GPU_SIGNS)
+        text = "%s (matrix: %s)" % (text, why) if why else text
         out = {"module": name, "outcome": "gpu" if gpu else "failed", "error": text[:400],
                "missing": missing, "distribution": dist}
     out["seconds"] = round(time.monotonic() - t, 2)
