@@ -128,9 +128,16 @@ class Row:
         return data
 
     def content_hash(self) -> str:
-        """sha256 of the row's canonical JSON: changes whenever any pin or requirement does."""
+        """sha256 of the row's canonical JSON: changes whenever any pin or requirement does.
+
+        Fields left at their default are left out, so a new optional field does not unprove
+        every row (matrices/proof.yaml records proofs by this hash)."""
         data = dataclasses.asdict(self)
         data.pop("line")
+        for f in dataclasses.fields(self):
+            default = f.default_factory() if f.default_factory is not dataclasses.MISSING else f.default
+            if f.name in data and default is not dataclasses.MISSING and getattr(self, f.name) == default:
+                data.pop(f.name)
         blob = json.dumps(data, sort_keys=True, separators=(",", ":")).encode()
         return hashlib.sha256(blob).hexdigest()
 
