@@ -173,16 +173,17 @@ def _run_matrix_validate(args: argparse.Namespace) -> int:
     return 2 if problems else 0
 
 
-def build_parser() -> argparse.ArgumentParser:
-    """The whole command line."""
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The whole command line; with `command`, only that subcommand's parser (a faster start)."""
     parser = argparse.ArgumentParser(
         prog="verl-setup",
         description="Detect a GPU host, select an evidence-backed verl stack, install it with uv.",
     )
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    for add in SUBCOMMANDS:
-        add(sub)
+    for name, add in SUBCOMMANDS.items():
+        if command is None or name == command:
+            add(sub)
     return parser
 
 
@@ -341,22 +342,25 @@ def _run_docker_build(args: argparse.Namespace) -> int:
 
 
 # One line per subcommand, in --help order.
-SUBCOMMANDS = (
-    _add_detect,
-    _add_plan,
-    _add_matrix,
-    _add_render,
-    _add_docker,
-    _add_install,
-    _add_lock,
-    _add_verify,
-    _add_doctor,
-)
+SUBCOMMANDS = {
+    "detect": _add_detect,
+    "plan": _add_plan,
+    "matrix": _add_matrix,
+    "render": _add_render,
+    "docker": _add_docker,
+    "install": _add_install,
+    "lock": _add_lock,
+    "verify": _add_verify,
+    "doctor": _add_doctor,
+}
 
 
 def main_inner(argv: Sequence[str] | None = None) -> int:
     """Parse and run; errors propagate (tests call this)."""
-    args = build_parser().parse_args(argv)
+    argv = list(sys.argv[1:] if argv is None else argv)
+    # Only the named subcommand's parser is built; anything else (--help, a typo) gets them all.
+    command = argv[0] if argv and argv[0] in SUBCOMMANDS else None
+    args = build_parser(command).parse_args(argv)
     return int(args.run(args))
 
 

@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import argparse
+from typing import TYPE_CHECKING
 
 from verl_setup.errors import BadInputError
 from verl_setup.plan.make import PlanInputs
-from verl_setup.plan.recipe import FlashAttnRequest
 from verl_setup.plan.target import Request
+
+if TYPE_CHECKING:
+    from verl_setup.plan.recipe import FlashAttnRequest
 
 
 def plan_inputs(args: argparse.Namespace) -> PlanInputs:

@@ -121,7 +121,7 @@ def check(path: Path) -> tuple[list[str], Matrix | None]:
     if problems or cuda_file is None or rows_file is None:
         return problems, None
     try:
-        load_proof(path)  # a broken proof record is reported like the rest
+        _proof(path, _stamp(path.parent / PROOF_FILE))  # a broken record is reported like the rest; cached
     except BadInputError as exc:
         return [str(exc)], None
     return [], Matrix(path, rows_file, CudaRules(cuda_file), hashlib.sha256(raw).hexdigest())

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import functools
 import hashlib
 import json
 from dataclasses import dataclass, field
@@ -127,7 +128,15 @@ class Row:
         data["hash"] = self.content_hash()
         return data
 
+    @functools.cached_property
+    def _hash(self) -> str:
+        return self._content_hash()
+
     def content_hash(self) -> str:
+        """sha256 of the row's canonical JSON (computed once: rows are frozen)."""
+        return self._hash
+
+    def _content_hash(self) -> str:
         """sha256 of the row's canonical JSON: changes whenever any pin or requirement does.
 
         Fields left at their default are left out, so a new optional field does not unprove
