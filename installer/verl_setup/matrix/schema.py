@@ -141,7 +141,7 @@ class Row:
 
         Fields left at their default are left out, so a new optional field does not unprove
         every row (matrices/proof.yaml records proofs by this hash)."""
-        data = dataclasses.asdict(self)
+        data = _plain(self)
         data.pop("line")
         for f in dataclasses.fields(self):
             default = f.default_factory() if f.default_factory is not dataclasses.MISSING else f.default
@@ -228,3 +228,14 @@ class CudaFile:
     toolkits: dict[str, DriverFloor]
     architectures: dict[str, Architecture]
     gpus: tuple[GpuPattern, ...]
+
+
+def _plain(value: Any) -> Any:
+    """dataclasses.asdict without its deep copies (the hash of every row is read on each plan)."""
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {f.name: _plain(getattr(value, f.name)) for f in dataclasses.fields(value)}
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items()}
+    return value
