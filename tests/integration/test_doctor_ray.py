@@ -28,7 +28,7 @@ from typing import Any
 import pytest
 
 from tests.conftest import run_cli
-from verl_setup.doctor.probes import ray as rayprobe
+from verl_setup.doctor.probes import ray_probe as rayprobe
 from verl_setup.environment.uv import find_uv
 from verl_setup.host.detect import detect
 

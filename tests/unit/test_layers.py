@@ -110,3 +110,10 @@ def test_the_vocabularies_are_the_tables_they_name() -> None:
 
     assert tuple(TARGETS) == RENDER_TARGETS
     assert tuple(CHECKS) == CHECK_IDS
+
+
+def test_no_module_beside_a_child_script_shadows_what_the_child_imports() -> None:
+    """ray_child.py runs as a script, so its folder is first on its sys.path: no ray.py there."""
+    for child in PACKAGE.rglob("*_child.py"):
+        assert not (child.parent / "ray.py").exists(), child
+        assert not (child.parent / "pynvml.py").exists(), child

@@ -20,7 +20,7 @@ from verl_setup.plan.target import Request, build_target
 from verl_setup.util.vocab import ROLLOUT_ENGINES
 
 if TYPE_CHECKING:
-    from verl_setup.doctor.probes.ray import RayReading
+    from verl_setup.doctor.probes.ray_probe import RayReading
 
 DEFAULT_MODEL_GIB = 16.0  # a 7-8B model in bf16, the size verl's quickstarts download
 _SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(k|m|g|t)?(i?b)?\s*$", re.IGNORECASE)
@@ -133,7 +133,7 @@ class Context:
     @cached_property
     def ray(self) -> RayReading | None:
         """The Ray probe, run once for the checks that need it (None: no address to probe)."""
-        from verl_setup.doctor.probes.ray import probe_ray  # noqa: PLC0415
+        from verl_setup.doctor.probes.ray_probe import probe_ray  # noqa: PLC0415
 
         return probe_ray(self.options.ray_address, self.env, self.target[0])
 

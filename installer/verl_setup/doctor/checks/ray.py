@@ -7,7 +7,7 @@ from typing import Any
 
 from verl_setup.doctor.context import Context
 from verl_setup.doctor.probes.launch_command import Resolver, hydra_value
-from verl_setup.doctor.probes.ray import CHILD_TIMEOUT, LOOPBACK, RayReading, address_file
+from verl_setup.doctor.probes.ray_probe import CHILD_TIMEOUT, LOOPBACK, RayReading, address_file
 from verl_setup.doctor.result import CheckResult, Evidence, Finding, fold, skip
 
 ID = "ray"
