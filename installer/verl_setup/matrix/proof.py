@@ -7,8 +7,6 @@ while the row's content hash is the one it was proven with; an edited row is unp
 
 from __future__ import annotations
 
-import datetime
-import json
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -148,9 +146,13 @@ def record(book: ProofBook, row: Row, steps: dict[str, Evidence], failed: str | 
 
 def today() -> str:
     """The date a proof step is recorded with (UTC)."""
+    import datetime  # noqa: PLC0415  # only `matrix prove` records dates
+
     return datetime.datetime.now(datetime.timezone.utc).date().isoformat()
 
 
 def _plain(detail: dict[str, Any]) -> dict[str, Any]:
     """Only JSON-able values go into the record."""
+    import json  # noqa: PLC0415  # only `matrix prove` writes records
+
     return dict(json.loads(json.dumps(detail, default=str)))
