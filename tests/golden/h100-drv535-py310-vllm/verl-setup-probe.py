@@ -66,8 +66,10 @@ for name in modules:
         top = (missing or "").split(".")[0]
         dist = ",".join(owners.get(top, [])) or None
         why = declared.get(name)
-        gpu = why is not None or any(s in full for s in GPU_SIGNS)
-        text = "%s (matrix: %s)" % (text, why) if why else text
+        sign = next((ln.strip() for ln in full.splitlines() if any(s in ln for s in GPU_SIGNS)), None)
+        gpu = why is not None or sign is not None
+        # Name what needs the driver (the last line may be a later error raised in its place).
+        text = "%s (matrix: %s)" % (text, why) if why else (sign[:300] if sign else text)
         out = {"module": name, "outcome": "gpu" if gpu else "failed", "error": text[:400],
                "missing": missing, "distribution": dist}
     out["seconds"] = round(time.monotonic() - t, 2)
