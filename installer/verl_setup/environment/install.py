@@ -265,7 +265,8 @@ def build(job: Job, progress: Progress) -> tuple[Job, dict[str, Any], Report]:
         "venv", f"creating {job.staging.name} beside {layout.prefix.name} (Python {job.choice.version})"
     )
     job = _make_venv(job, progress)
-    write_inputs(row, job.staging / INPUTS)
+    final = job.recipe.step("verl")
+    write_inputs(row, job.staging / INPUTS, final.requirements if final else None)
     for command in job.commands[1:]:
         title = command.step.title if command.step else f"syncing {lock.path.name if lock else 'the lock'}"
         progress.step(command.what, title)

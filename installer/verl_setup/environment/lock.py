@@ -160,7 +160,13 @@ def compile_lock(plan: Plan, recipe: Recipe, *, uv: str, env: Mapping[str, str])
     flash-attn goes in as its prebuilt wheel (uv hashes the file it downloads), so the lock
     installs as it stands; a flash-attn to be built is left out and named in the header.
     """
-    from verl_setup.environment.uv import compile_command, explain_failure, python_platform, uv_version  # noqa: PLC0415
+    from verl_setup.environment.uv import (  # noqa: PLC0415
+        compile_command,
+        explain_failure,
+        python_platform,
+        uv_version,
+        write_inputs,
+    )
     from verl_setup.util.runner import ProgramError, run  # noqa: PLC0415
 
     row, fa = plan.row, recipe.flash_attn
@@ -169,11 +175,7 @@ def compile_lock(plan: Plan, recipe: Recipe, *, uv: str, env: Mapping[str, str])
     if fa is not None and fa.mode == "wheel":
         requirements.append(f"flash-attn @ {fa.url}")
     with tempfile.TemporaryDirectory(prefix="verl-setup-lock-") as tmp:
-        Path(tmp, "requirements.in").write_text("\n".join(requirements) + "\n", encoding="utf-8")
-        overrides = None
-        if row.overrides:
-            overrides = Path("overrides.txt")
-            Path(tmp, overrides).write_text("\n".join(row.overrides) + "\n", encoding="utf-8")
+        _, overrides = write_inputs(row, Path(tmp), requirements)
         # Relative input names, run from the folder: uv's "# via -r requirements.in" notes then
         # read the same on every machine.
         argv = compile_command(
@@ -182,7 +184,7 @@ def compile_lock(plan: Plan, recipe: Recipe, *, uv: str, env: Mapping[str, str])
             matrix=plan.matrix,
             python=plan.python,
             requirements=Path("requirements.in"),
-            overrides=overrides,
+            overrides=None if overrides is None else Path(overrides.name),
             hashes=True,
         )
         try:

@@ -16,17 +16,18 @@ import shutil
 import sys
 import tempfile
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
 
 from verl_setup import __version__
+from verl_setup.environment.lock import read_lock
 from verl_setup.errors import CheckFailedError
 from verl_setup.matrix.load import Matrix
 from verl_setup.matrix.proof import Evidence, record, today
 from verl_setup.matrix.schema import Row
-from verl_setup.output import envelope
+from verl_setup.output import Progress, envelope
 from verl_setup.util.runner import ProgramError, stream
 
 STEP_TIMEOUT_S = 3600.0
@@ -70,7 +71,9 @@ def _last_error(stderr: str) -> str:
     )
 
 
-def prove_row(row: Row, matrix: Matrix, work: Path, env: Mapping[str, str], say: Any) -> RowResult:
+def prove_row(
+    row: Row, matrix: Matrix, work: Path, env: Mapping[str, str], say: Callable[[str], None]
+) -> RowResult:
     """resolves, installs, imports for one row, stopping at the first step that fails."""
     result = RowResult(row=row.id)
     if matrix.index_url(row) is not None and env.get("VERL_SETUP_PROVE_EXTRA_INDEXES") != "1":
@@ -90,8 +93,9 @@ def prove_row(row: Row, matrix: Matrix, work: Path, env: Mapping[str, str], say:
     if code != 0:
         result.failed = f"resolves: {_last_error(err)}"
         return result
-    header = {k: v for k, v in _header(lock).items() if k in ("python", "platform", "uv")}
-    pins = sum(1 for line in lock.read_text().splitlines() if "==" in line and not line.startswith("#"))
+    locked = read_lock(lock)
+    header = {k: v for k, v in locked.fields.items() if k in ("python", "platform", "uv")}
+    pins = len(locked.pins)
     lock.unlink()
     result.steps["resolves"] = Evidence(date=today(), tool=tool, detail={**header, "distributions": pins})
     prefix = work / row.id
@@ -127,16 +131,6 @@ def prove_row(row: Row, matrix: Matrix, work: Path, env: Mapping[str, str], say:
     finally:
         shutil.rmtree(prefix, ignore_errors=True)
     return result
-
-
-def _header(lock: Path) -> dict[str, str]:
-    fields = {}
-    for line in lock.read_text().splitlines():
-        if not line.startswith("# "):
-            break
-        key, _, value = line[2:].partition(": ")
-        fields[key] = value
-    return fields
 
 
 def _size_mib(path: Path) -> int:
@@ -179,16 +173,12 @@ def command(row_ids: Sequence[str], matrix: Matrix, *, json_out: bool, keep_reco
         for k, v in os.environ.items()
         if not k.startswith("VERL_SETUP_") or k.startswith("VERL_SETUP_PROVE")
     }
-    start = time.monotonic()
-
-    def say(message: str) -> None:
-        sys.stderr.write(f"[{time.monotonic() - start:7.1f}s] {message}\n")
-        sys.stderr.flush()
+    progress = Progress()
 
     book, results = matrix.proof, []
     with tempfile.TemporaryDirectory(prefix="verl-setup-prove-") as tmp:
         for row in rows:
-            result = prove_row(row, matrix, Path(tmp), env, say)
+            result = prove_row(row, matrix, Path(tmp), env, progress.say)
             results.append(result)
             if keep_record and not result.skipped:
                 book = record(book, row, result.steps, result.failed)

@@ -6,7 +6,7 @@ import functools
 import os
 import re
 import shutil
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from verl_setup.errors import InstallError
@@ -38,11 +38,14 @@ def python_platform(row: Row) -> str:
     return f"{row.requires.arch[0]}-manylinux_{major}_{minor}"
 
 
-def write_inputs(row: Row, folder: Path) -> tuple[Path, Path | None]:
-    """requirements.in (and overrides.txt when the row has overrides) for uv."""
+def write_inputs(
+    row: Row, folder: Path, requirements_lines: Sequence[str] | None = None
+) -> tuple[Path, Path | None]:
+    """requirements.in (the row's pins unless given) and overrides.txt when the row has overrides."""
     folder.mkdir(parents=True, exist_ok=True)
     requirements = folder / "requirements.in"
-    requirements.write_text("\n".join(row.requirements()) + "\n", encoding="utf-8")
+    lines = row.requirements() if requirements_lines is None else requirements_lines
+    requirements.write_text("\n".join(lines) + "\n", encoding="utf-8")
     overrides = None
     if row.overrides:
         overrides = folder / "overrides.txt"

@@ -1,5 +1,5 @@
-"""Values the templates need that take a decision: environment variables per era, the container
-driver gate, and where a prebuilt flash-attn wheel would come from."""
+"""Values the templates need that take a decision: environment variables per era and the
+container driver gate (where flash-attn comes from is the recipe's: plan/recipe.py)."""
 
 from __future__ import annotations
 
@@ -93,31 +93,3 @@ def nvidia_require_cuda(row: Row, policy: str) -> str | None:
     if policy == "strict":
         return f"cuda>={cuda}"
     return f"cuda>={cuda.split('.')[0]}.0"  # the family floor: minor-version compatibility
-
-
-@dataclass(frozen=True, kw_only=True)
-class WheelPlan:
-    """A prebuilt flash-attn wheel URL (with {abi} left for the script to fill), or why there is none."""
-
-    url: str | None
-    reason: str
-
-
-def flash_attn_wheel(row: Row, python: str, wheels: dict[str, tuple[str, ...]], url: str) -> WheelPlan | None:
-    """Where the prebuilt flash-attn wheel for this torch/CUDA/Python is, if the project built one."""
-    version = row.packages.get("flash-attn")
-    if version is None or row.torch.cuda is None:
-        return None
-    torch_minor = ".".join(row.torch.version.split("+")[0].split(".")[:2])
-    py = "cp" + "".join(python.split(".")[:2])
-    if torch_minor not in wheels.get(version, ()):
-        return WheelPlan(
-            url=None,
-            reason=f"no wheel published for torch {torch_minor}, so it compiles from source",
-        )
-    filled = url.format(
-        version=version, cuda_major=row.torch.cuda.split(".")[0], torch_minor=torch_minor, abi="{abi}", py=py
-    )
-    return WheelPlan(
-        url=filled, reason=f"a prebuilt wheel for torch {torch_minor}, CUDA {row.torch.cuda}, {py}"
-    )
