@@ -31,7 +31,7 @@ SCENARIOS = [
     Scenario(
         "h100-drv535-py310-vllm",
         {"driver": "535.129.03", "gpus": ("H100",), "python": "3.10.12", "engine": "vllm"},
-        {"flash_attn": "without"},
+        {"extensions": {"flash-attn": "without"}},
     ),
     Scenario(
         "h200-drv580-py312-vllm",
@@ -43,13 +43,13 @@ SCENARIOS = [
             "gpus_per_node": 8,
             "job": "python3 -m verl.trainer.main_ppo trainer.total_epochs=1",
             "head_ip": "10.0.0.1",
-            "flash_attn": "build",
+            "extensions": {"flash-attn": "build"},
         },
     ),
     Scenario(
         "b200-drv570-sglang",
         {"driver": "570.124.06", "gpus": ("B200",), "engine": "sglang"},
-        {"buildkit": True, "flash_attn": "build"},
+        {"buildkit": True, "extensions": {"flash-attn": "build"}},
     ),
     Scenario(
         "a100-drv550-verl04",

@@ -12,7 +12,7 @@ from typing import Any
 from verl_setup import __version__
 from verl_setup.errors import VerlSetupError
 from verl_setup.output import envelope
-from verl_setup.util.vocab import CHECK_IDS, ENGINE_NAMES, POLICIES, RENDER_TARGETS
+from verl_setup.util.vocab import BACKEND_NAMES, CHECK_IDS, ENGINE_NAMES, POLICIES, RENDER_TARGETS
 
 
 def add_plan_flags(p: argparse.ArgumentParser) -> None:
@@ -27,7 +27,11 @@ def add_plan_flags(p: argparse.ArgumentParser) -> None:
     g.add_argument("--python", metavar="X.Y[.Z]", help="Python to install")
     g.add_argument("--verl", metavar="PREFIX", help="verl version prefix, e.g. 0.7")
     g.add_argument("--engine", choices=ENGINE_NAMES, help="rollout engine")
-    g.add_argument("--policy", choices=POLICIES, help="driver policy (default compat)")
+    g.add_argument("--backend", choices=BACKEND_NAMES, help="training backend (default fsdp)")
+    g.add_argument(
+        "--policy", choices=POLICIES,
+        help="driver policy (default compat; forward: CUDA forward compatibility in the image)",
+    )  # fmt: skip
     g.add_argument(
         "--row",
         metavar="ID",
@@ -40,13 +44,18 @@ def add_plan_flags(p: argparse.ArgumentParser) -> None:
 
 def add_recipe_flags(p: argparse.ArgumentParser) -> None:
     """How packages built against torch get in: a prebuilt wheel by default, else one of these."""
-    g = p.add_argument_group("flash-attn (by default a prebuilt wheel matching torch, else a refusal)")
-    g.add_argument(
-        "--build-flash-attn", action="store_true", help="compile it after torch (needs nvcc; an hour or more)"
+    g = p.add_argument_group(
+        "packages built against torch: flash-attn, transformer-engine-torch, apex (by default a "
+        "prebuilt wheel matching torch, else a refusal)"
     )
     g.add_argument(
-        "--without", action="append", choices=("flash-attn",), default=[], metavar="flash-attn",
-        help="leave it out (the message says what verl then needs)",
+        "--build", action="append", default=[], metavar="NAME",
+        help="compile NAME after torch (needs nvcc; an hour or more; repeatable)",
+    )  # fmt: skip
+    g.add_argument("--build-flash-attn", action="store_true", help="the same as --build flash-attn")
+    g.add_argument(
+        "--without", action="append", default=[], metavar="NAME",
+        help="leave NAME out (the message says what verl then cannot do; repeatable)",
     )  # fmt: skip
 
 

@@ -43,7 +43,7 @@ def _after_install(tokens: list[str]) -> list[str] | None:
 def from_install(scenario: Scenario) -> list[list[str]]:
     plan = plan_for(scenario)
     recipe = build_recipe(
-        plan, flash_attn=scenario.options.get("flash_attn", "auto"), nvcc_version=plan.row.torch.cuda
+        plan, extensions=scenario.options.get("extensions", {}), nvcc_version=plan.row.torch.cuda
     )
     choice = PythonChoice(request=plan.python, version=plan.python, source="test")
     commands = uv_commands("uv", Path("/stage"), choice, recipe, None)

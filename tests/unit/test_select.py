@@ -64,7 +64,7 @@ def test_driver_below_every_family_floor_exits_3_naming_the_nearest_rows() -> No
     with pytest.raises(NoCompatibleRowError) as info:
         plan_for(host(driver="470.57.02", gpus=(("NVIDIA A100-SXM4-80GB", "8.0"),)))
     message = str(info.value)
-    assert "Nearest:" in message
+    assert "Nearest (smallest change first):" in message
     assert "driver >= 525.60.13 needed" in message
     assert "host has 470.57.02" in message
     assert info.value.exit_code == 3

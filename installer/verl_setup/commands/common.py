@@ -10,7 +10,7 @@ from verl_setup.plan.make import PlanInputs
 from verl_setup.plan.target import Request
 
 if TYPE_CHECKING:
-    from verl_setup.plan.recipe import FlashAttnRequest
+    from verl_setup.plan.recipe import Choice
 
 
 def plan_inputs(args: argparse.Namespace) -> PlanInputs:
@@ -24,17 +24,20 @@ def plan_inputs(args: argparse.Namespace) -> PlanInputs:
         python=args.python,
         verl=args.verl,
         engine=args.engine,
+        backend=args.backend,
         policy=args.policy,
         host_file=args.host,
     )
     return PlanInputs(request=request, matrix=args.matrix, row=args.row)
 
 
-def flash_attn_request(args: argparse.Namespace) -> FlashAttnRequest:
-    """--build-flash-attn / --without flash-attn (cli.add_recipe_flags) as the recipe's request."""
+def extension_requests(args: argparse.Namespace) -> dict[str, Choice]:
+    """--build NAME / --build-flash-attn / --without NAME (cli.add_recipe_flags) as the recipe's requests."""
+    build = set(args.build or ()) | ({"flash-attn"} if args.build_flash_attn else set())
     without = set(args.without or ())
-    if args.build_flash_attn and "flash-attn" in without:
-        raise BadInputError("--build-flash-attn and --without flash-attn contradict each other")
-    if "flash-attn" in without:
-        return "without"
-    return "build" if args.build_flash_attn else "auto"
+    both = sorted(build & without)
+    if both:
+        raise BadInputError(f"--build {both[0]} and --without {both[0]} contradict each other")
+    requests: dict[str, Choice] = dict.fromkeys(sorted(build), "build")
+    requests.update(dict.fromkeys(sorted(without), "without"))
+    return requests

@@ -70,7 +70,7 @@ def run(args: argparse.Namespace, env: Mapping[str, str], out: TextIO) -> int:
         _, log, seconds = build(
             engine, context, args.tag, network=args.network, build_args={}, progress=sys.stderr
         )
-    recipe = build_recipe(plan, flash_attn=options.flash_attn, nvcc_version=plan.row.torch.cuda)
+    recipe = build_recipe(plan, extensions=options.extensions, nvcc_version=plan.row.torch.cuda)
     checked = verify_in_image(engine, args.tag, list(recipe.verify_pins))
     if checked["mismatches"]:
         raise CheckFailedError(f"{args.tag}: pins not satisfied inside the image: {checked['mismatches']}")

@@ -6,7 +6,7 @@ import argparse
 from collections.abc import Mapping
 from typing import TextIO
 
-from verl_setup.commands.common import flash_attn_request, plan_inputs
+from verl_setup.commands.common import extension_requests, plan_inputs
 from verl_setup.environment.install import InstallOptions, install
 from verl_setup.errors import VerlSetupError
 from verl_setup.output import Progress, envelope
@@ -18,7 +18,7 @@ def options_from_args(args: argparse.Namespace) -> InstallOptions:
         plan=plan_inputs(args),
         prefix=args.prefix,
         lock=args.lock,
-        flash_attn=flash_attn_request(args),
+        extensions=extension_requests(args),
         python_downloads=not args.no_python_downloads,
         wait_s=args.wait,
         import_timeout=None if args.no_import else args.import_timeout,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from verl_setup.commands.common import flash_attn_request
+from verl_setup.commands.common import extension_requests
 from verl_setup.errors import BadInputError
 from verl_setup.output import envelope
 from verl_setup.plan.select import Plan
@@ -32,7 +32,7 @@ def options_from_args(args: argparse.Namespace) -> RenderOptions:
         venv=args.venv,
         namespace=args.namespace,
         gpus_per_node=args.gpu_count,
-        flash_attn=flash_attn_request(args),
+        extensions=extension_requests(args),
     )
 
 

@@ -48,7 +48,7 @@ from verl_setup.errors import InstallError
 from verl_setup.host.facts import PythonInterpreter
 from verl_setup.output import Progress
 from verl_setup.plan.make import PlanInputs
-from verl_setup.plan.recipe import FlashAttnRequest, Recipe, Step, recipe_for
+from verl_setup.plan.recipe import Choice, Recipe, Step, recipe_for
 from verl_setup.plan.select import Plan
 from verl_setup.util.runner import Completed, ProgramError, stream
 
@@ -163,7 +163,10 @@ def uv_commands(
                 ),
             )
         )
-        steps = [s for s in recipe.steps if s.name.startswith("flash-attn") and lock.flash_attn == "build"]
+        built = [e.name for e in recipe.extensions if e.mode == "build"]
+        steps = [
+            s for s in recipe.steps if s.name in built or s.name.removesuffix("-build-requires") in built
+        ]
     else:
         steps = list(recipe.steps)
     for step in steps:
@@ -197,7 +200,7 @@ class InstallOptions:
     plan: PlanInputs
     prefix: Path
     lock: Path | None = None
-    flash_attn: FlashAttnRequest = "auto"
+    extensions: Mapping[str, Choice] = dataclasses.field(default_factory=dict)
     python_downloads: bool = True
     wait_s: float = 600.0
     import_timeout: float | None = 900.0
@@ -219,8 +222,8 @@ def prepare(options: InstallOptions, env: Mapping[str, str], progress: Progress)
         progress.step("plan", f"lock {lock.path.name}: row {lock.row_id}, Python {lock.python}")
         if lock.row_id != row.id:
             progress.say(f"warning: the lock is for row {lock.row_id}; this machine's plan selects {row.id}")
-    request = options.flash_attn if lock is None else lock.flash_attn_request(options.flash_attn)
-    recipe = recipe_for(plan, request, env)
+    requests = options.extensions if lock is None else lock.requests(options.extensions)
+    recipe = recipe_for(plan, requests, env)
     for warning in (*plan.warnings, *recipe.warnings):
         progress.say(f"warning: {warning}")
     wanted = lock.python if lock else plan.python
@@ -366,6 +369,9 @@ def manifest(job: Job, report: Report) -> dict[str, Any]:
         },
         "recipe": [{"step": c.what, "argv": c.argv[1:]} for c in job.commands],
         "flash_attn": None if fa is None else {"version": fa.version, "mode": fa.mode, "reason": fa.reason},
+        "torch_extensions": {
+            e.name: {"version": e.version, "mode": e.mode, "reason": e.reason} for e in job.recipe.extensions
+        },
         "platform": snap.platform,
         "facts": plan.target.facts_json(),
         "warnings": [*plan.warnings, *job.recipe.warnings, *([choice.warning] if choice.warning else [])],

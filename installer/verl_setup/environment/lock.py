@@ -23,7 +23,7 @@ from verl_setup.errors import BadInputError, InstallError
 from verl_setup.plan.select import Plan
 
 if TYPE_CHECKING:
-    from verl_setup.plan.recipe import FlashAttnRequest, Recipe
+    from verl_setup.plan.recipe import Choice, ExtensionRequests, Recipe
 
 FORMAT_LINE = "# verl-setup lock, format 2: install with `verl-setup install --lock FILE`; do not edit"
 COMPILE_TIMEOUT_S = 900.0
@@ -38,6 +38,8 @@ _KEYS = (
     "flash-attn",
     "uv",
 )
+# Written only when the row builds more than flash-attn against torch: "name=mode version, ...".
+_OPTIONAL_KEYS = ("torch-extensions",)
 _URL_PIN_RE = re.compile(r"^([A-Za-z0-9][A-Za-z0-9._-]*) @ (\S+\.whl)\s*\\?$")
 _PIN_RE = re.compile(r"^([A-Za-z0-9][A-Za-z0-9._-]*)(?:\[[^\]]*\])?==([^\s;\\]+)\s*(?:;\s*([^\\]+?))?\s*\\?$")
 
@@ -75,23 +77,36 @@ class Lock:
         """How the lock carries flash-attn: wheel (a hashed line), build, without, or none."""
         return self.fields["flash-attn"].split()[0]
 
-    def flash_attn_request(self, asked: FlashAttnRequest) -> FlashAttnRequest:
-        """The recipe request for installing this lock: what it was made with, unless told to leave it out."""
-        if asked == "without" and self.flash_attn == "wheel":
-            raise BadInputError(
-                f"{self.path} carries the flash-attn wheel, so --without flash-attn cannot leave it out: "
-                "make the lock with --without flash-attn"
-            )
-        if asked == "without" or self.flash_attn in ("without", "none"):
-            return "without"
-        if self.flash_attn == "build":
-            if asked != "build":
-                raise InstallError(
-                    f"{self.path}: flash-attn must be built against torch for this lock (it was made with "
-                    "--build-flash-attn): pass --build-flash-attn, or --without flash-attn"
+    def extension_modes(self) -> dict[str, str]:
+        """How the lock carries each package built against torch: wheel, build, without or none."""
+        modes = {"flash-attn": self.flash_attn}
+        for item in filter(None, (p.strip() for p in self.fields.get("torch-extensions", "").split(","))):
+            name, _, rest = item.partition("=")
+            modes[name] = rest.split()[0] if rest else "none"
+        return modes
+
+    def requests(self, asked: ExtensionRequests) -> dict[str, Choice]:
+        """The recipe requests for installing this lock: what it was made with, unless told to leave
+        a package out."""
+        out: dict[str, Choice] = {}
+        for name, mode in self.extension_modes().items():
+            want = asked.get(name, "auto")
+            if want == "without" and mode == "wheel":
+                raise BadInputError(
+                    f"{self.path} carries the {name} wheel, so --without {name} cannot leave it out: "
+                    f"make the lock with --without {name}"
                 )
-            return "build"
-        return "auto"
+            if want == "without" or mode in ("without", "none"):
+                out[name] = "without"
+            elif mode == "build":
+                if want != "build":
+                    flag = "--build-flash-attn" if name == "flash-attn" else f"--build {name}"
+                    raise InstallError(
+                        f"{self.path}: {name} must be built against torch for this lock (it was made with "
+                        f"{flag}): pass {flag}, or --without {name}"
+                    )
+                out[name] = "build"
+        return out
 
     @property
     def row_id(self) -> str:
@@ -101,7 +116,8 @@ class Lock:
 
 def render(fields: Mapping[str, str], body: str) -> str:
     """The lock text: header (with the body's sha256), then uv's output unchanged."""
-    lines = [FORMAT_LINE, *(f"# {key}: {fields[key]}" for key in _KEYS)]
+    keys = (*_KEYS, *(k for k in _OPTIONAL_KEYS if k in fields))
+    lines = [FORMAT_LINE, *(f"# {key}: {fields[key]}" for key in keys)]
     lines.append(f"# body-sha256: {hashlib.sha256(body.encode()).hexdigest()}")
     return "\n".join(lines) + "\n" + body
 
@@ -115,7 +131,7 @@ def parse(text: str, path: Path) -> Lock:
     index = 1
     for index, line in enumerate(lines[1:], start=1):  # noqa: B007  # index is used after the loop
         m = re.match(r"^# ([a-z0-9-]+): (.*)$", line.rstrip("\n"))
-        if m is None or m[1] not in (*_KEYS, "body-sha256"):
+        if m is None or m[1] not in (*_KEYS, *_OPTIONAL_KEYS, "body-sha256"):
             break
         fields[m[1]] = m[2]
     else:
@@ -172,8 +188,7 @@ def compile_lock(plan: Plan, recipe: Recipe, *, uv: str, env: Mapping[str, str])
     row, fa = plan.row, recipe.flash_attn
     final = recipe.step("verl")
     requirements = list(final.requirements if final else row.requirements())
-    if fa is not None and fa.mode == "wheel":
-        requirements.append(f"flash-attn @ {fa.url}")
+    requirements += [e.requirement for e in recipe.extensions if e.mode == "wheel"]
     with tempfile.TemporaryDirectory(prefix="verl-setup-lock-") as tmp:
         _, overrides = write_inputs(row, Path(tmp), requirements)
         # Relative input names, run from the folder: uv's "# via -r requirements.in" notes then
@@ -206,6 +221,9 @@ def compile_lock(plan: Plan, recipe: Recipe, *, uv: str, env: Mapping[str, str])
         "flash-attn": "none" if fa is None else f"{fa.mode} {fa.version}",
         "uv": uv_version(uv),
     }
+    others = [e for e in recipe.extensions if e.name != "flash-attn"]
+    if others:
+        fields["torch-extensions"] = ", ".join(f"{e.name}={e.mode} {e.version}" for e in others)
     return render(fields, out.stdout)
 
 

@@ -115,6 +115,8 @@ class HostFacts:
     tools: tuple[Tool, ...]
     env: dict[str, str] = field(default_factory=dict)
     notes: tuple[str, ...] = ()
+    # The training backend the node is for: detection cannot see it, a saved host file may say it.
+    backend: str | None = None
 
     def to_json(self) -> str:
         """Serialise as the documented `detect --json` object."""

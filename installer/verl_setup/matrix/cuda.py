@@ -52,6 +52,15 @@ class CudaRules:
             g.pattern for (p, _), g in zip(self._patterns, self.facts.gpus, strict=True) if p.search(gpu_name)
         ]
 
+    @cached_property
+    def _data_center(self) -> list[re.Pattern[str]]:
+        facts = self.facts.forward_compat
+        return [re.compile(rf"(?<![\w-]){g}(?![\w])", re.IGNORECASE) for g in (facts.gpus if facts else ())]
+
+    def is_data_center(self, gpu_name: str) -> bool:
+        """Whether a GPU name is a data-center product (forward compatibility's GPU list)."""
+        return any(p.search(gpu_name) for p in self._data_center)
+
     def architecture(self, cc: str) -> Architecture | None:
         """Architecture name and first supporting CUDA for a compute capability."""
         return self.facts.architectures.get(cc)

@@ -145,7 +145,7 @@ def _check_rows(rows_file: RowsFile, rules: CudaRules, file: str) -> list[str]: 
     seen: set[str] = set()
     if rows_file.schema != SCHEMA:
         problems.append(f"{file}: schema {rows_file.schema} is not {SCHEMA}")
-    problems += _check_flash_attn(rows_file, file)
+    problems += _check_extensions(rows_file, file)
     for row in rows_file.rows:
         where = f"{file}:{row.line}: row {row.id!r}"
 
@@ -195,22 +195,30 @@ def _check_rows(rows_file: RowsFile, rules: CudaRules, file: str) -> list[str]: 
     return problems
 
 
-def _check_flash_attn(rows_file: RowsFile, file: str) -> list[str]:
-    facts, out = rows_file.flash_attn, list[str]()
-    if facts is None:
-        return out
-    for field_name in ("version", "cuda_major", "torch_minor", "abi", "py", "arch"):
-        if "{" + field_name + "}" not in facts.url:
-            out.append(f"{file}: flash_attn.url: no {{{field_name}}} placeholder")
-    for version, release in facts.releases.items():
-        try:
-            Version(version)
-            parse_minor(release.glibc, "glibc version")
-        except (InvalidVersion, BadInputError) as exc:
-            out.append(f"{file}: flash_attn.releases.{version}: {exc}")
-    for prefix in facts.without:
-        if not all(p.isdigit() for p in prefix.split(".")):
-            out.append(f"{file}: flash_attn.without.{prefix}: not a verl version prefix like 0.9")
+def _check_extensions(rows_file: RowsFile, file: str) -> list[str]:
+    out = list[str]()
+    for name, facts in rows_file.torch_extensions.items():
+        where = f"{file}: torch_extensions.{name}"
+        for field_name in ("version", "cuda_major", "abi", "py", "arch"):
+            if facts.url is not None and "{" + field_name + "}" not in facts.url:
+                out.append(f"{where}.url: no {{{field_name}}} placeholder")
+        if facts.releases and facts.url is None:
+            out.append(f"{where}: releases are listed but there is no url pattern")
+        for version, release in facts.releases.items():
+            try:
+                Version(version)
+                parse_minor(release.glibc, "glibc version")
+            except (InvalidVersion, BadInputError) as exc:
+                out.append(f"{where}.releases.{version}: {exc}")
+        for prefix in facts.without:
+            if not all(p.isdigit() for p in prefix.split(".")):
+                out.append(f"{where}.without.{prefix}: not a verl version prefix like 0.9")
+    for unfit in rows_file.unfit:
+        for version in unfit.versions:
+            try:
+                Version(version)
+            except InvalidVersion:
+                out.append(f"{file}: unfit: {version!r} is not an exact version")
     return out
 
 

@@ -9,7 +9,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from verl_setup.util.vocab import EngineName
+from verl_setup.util.vocab import BackendName, EngineName
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -108,6 +108,8 @@ class Row:
     # Modules whose import needs an NVIDIA driver although it fails otherwise on a machine
     # without one (module -> why, with its source): the probe counts them as `gpu` there.
     gpu_only_imports: dict[str, str] = field(default_factory=dict)
+    # The training backend the row carries (verl's [fsdp] / [megatron] extras): a second axis.
+    backend: BackendName = "fsdp"
     notes: str | None = None
     line: int = field(default=0, compare=False)
 
@@ -172,16 +174,35 @@ class WheelRelease:
 
 
 @dataclass(frozen=True, kw_only=True)
-class FlashAttnFacts:
-    """flash-attn must match torch, CUDA, C++ ABI and Python: prebuilt wheels, or a build on request."""
+class ExtensionFacts:
+    """A package built against the installed torch (flash-attn, TransformerEngine's torch module,
+    apex): prebuilt wheels where a project publishes them, else a build on request, else left out."""
 
-    url: str
     source: str
-    cxx11abi_from_torch: str
-    build_requires: tuple[str, ...]
-    releases: dict[str, WheelRelease]
+    url: str | None = None  # prebuilt-wheel URL pattern; None: the project publishes none
+    build: str | None = None  # what a build installs, when not `name==version` (a git URL)
+    cxx11abi_from_torch: str = "2.7"
+    build_requires: tuple[str, ...] = ()
+    build_env: dict[str, str] = field(default_factory=dict)
+    config_settings: tuple[str, ...] = ()
+    releases: dict[str, WheelRelease] = field(default_factory=dict)
     sha256: dict[str, str] = field(default_factory=dict)
     without: dict[str, str] = field(default_factory=dict)
+
+
+# The older name of the same facts (flash-attn was the first such package).
+FlashAttnFacts = ExtensionFacts
+
+
+@dataclass(frozen=True, kw_only=True)
+class Unfit:
+    """Engine releases a verl line excludes, said once with the reason, so plan can explain them."""
+
+    verl: str
+    engine: EngineName
+    versions: tuple[str, ...]
+    reason: str
+    source: str
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -190,8 +211,14 @@ class RowsFile:
 
     schema: int
     indexes: dict[str, IndexSpec] = field(default_factory=dict)
-    flash_attn: FlashAttnFacts | None = None
+    torch_extensions: dict[str, ExtensionFacts] = field(default_factory=dict)
+    unfit: tuple[Unfit, ...] = ()
     rows: tuple[Row, ...]
+
+    @property
+    def flash_attn(self) -> ExtensionFacts | None:
+        """flash-attn's facts, if the matrix has them."""
+        return self.torch_extensions.get("flash-attn")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -208,6 +235,8 @@ class Architecture:
 
     name: str
     first_cuda: str
+    # The oldest driver branch that runs this architecture at all (no row can go below it).
+    min_driver: str | None = None
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -216,6 +245,22 @@ class GpuPattern:
 
     pattern: str
     compute_capability: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class ForwardCompat:
+    """NVIDIA's CUDA forward compatibility: a newer CUDA user-mode driver (the cuda-compat package)
+    over an older kernel driver, on data-center GPUs and the listed driver branches only."""
+
+    source: str
+    # CUDA major.minor -> the kernel-driver branches its cuda-compat package supports.
+    branches: dict[str, tuple[str, ...]]
+    end_of_life: dict[str, str] = field(default_factory=dict)  # branch -> "YYYY-MM"
+    # GPU name patterns of the products forward compatibility is supported on.
+    gpus: tuple[str, ...]
+    package: str  # the apt package name pattern, {major} and {minor} filled in
+    library_dir: str  # where that package puts libcuda.so (prepended to LD_LIBRARY_PATH)
+    env: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -228,6 +273,7 @@ class CudaFile:
     toolkits: dict[str, DriverFloor]
     architectures: dict[str, Architecture]
     gpus: tuple[GpuPattern, ...]
+    forward_compat: ForwardCompat | None = None
 
 
 def _plain(value: Any) -> Any:

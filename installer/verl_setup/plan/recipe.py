@@ -2,9 +2,10 @@
 
 `install` executes it; `render venv` prints it as a shell script and `render docker` as a
 Dockerfile. Order: the venv with the exact Python, torch from its index, the engine and its
-companions (torch pinned again so nothing moves it), flash-attn in a step of its own (it must be
-built against the installed torch: a matching prebuilt wheel, or a build on request), then verl
-with every pin again, then verify. A new step is written here once.
+companions (torch pinned again so nothing moves it), each package built against torch (flash-attn,
+TransformerEngine's torch module, apex) in a step of its own (a matching prebuilt wheel, or a
+build on request, or left out), then verl with every pin again, then verify. A new step is
+written here once.
 """
 
 from __future__ import annotations
@@ -19,21 +20,27 @@ from typing import Literal
 
 from packaging.version import Version
 
-from verl_setup.errors import InstallError
-from verl_setup.matrix.schema import FlashAttnFacts, Row
+from verl_setup.errors import BadInputError, InstallError
+from verl_setup.matrix.schema import ExtensionFacts, Row
 from verl_setup.plan.select import Plan
 from verl_setup.util.versions import parse_minor
+from verl_setup.util.vocab import suggest
 
-StepName = Literal["torch", "engine", "flash-attn-build-requires", "flash-attn", "verl"]
-FlashAttnRequest = Literal["auto", "build", "without"]
+# "torch", "engine", "verl", and per package built against torch "<name>" and "<name>-build-requires".
+StepName = str
+Choice = Literal["auto", "build", "without"]
+# What the user asked per package built against torch (--build NAME, --without NAME); absent: auto.
+ExtensionRequests = Mapping[str, Choice]
+FlashAttnRequest = Choice
 TORCH_FAMILY = ("torch", "torchvision", "torchaudio")
 GIB_PER_BUILD_JOB = 4  # flash-attention README: MAX_JOBS=4 on machines with less than 96 GB of RAM
 
 
 @dataclass(frozen=True, kw_only=True)
-class FlashAttnPlan:
-    """How flash-attn gets in: a prebuilt wheel, a build against the installed torch, or not at all."""
+class ExtensionPlan:
+    """How one package built against torch gets in: a prebuilt wheel, a build, or not at all."""
 
+    name: str
     version: str
     mode: Literal["wheel", "build", "without"]
     reason: str
@@ -41,6 +48,14 @@ class FlashAttnPlan:
     sha256: str | None = None
     cxx11abi: bool | None = None
     max_jobs: int | None = None
+
+    @property
+    def requirement(self) -> str:
+        """What the step installs."""
+        return f"{self.name} @ {self.url}" if self.mode == "wheel" else f"{self.name}=={self.version}"
+
+
+FlashAttnPlan = ExtensionPlan
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -53,6 +68,7 @@ class Step:
     index_url: str | None = None
     overrides: bool = False
     no_build_isolation: bool = False
+    config_settings: tuple[str, ...] = ()
     env: tuple[tuple[str, str], ...] = ()
 
     def pip_args(self, overrides_file: str) -> list[str]:
@@ -64,6 +80,8 @@ class Step:
             args += ["--override", overrides_file]
         if self.no_build_isolation:
             args.append("--no-build-isolation")
+        for setting in self.config_settings:
+            args += ["--config-settings", setting]
         return args
 
 
@@ -75,7 +93,7 @@ class Recipe:
     python: str
     overrides: tuple[str, ...]
     steps: tuple[Step, ...]
-    flash_attn: FlashAttnPlan | None
+    extensions: tuple[ExtensionPlan, ...] = ()
     verify_pins: tuple[str, ...] = field(default=())
     warnings: tuple[str, ...] = ()
 
@@ -83,21 +101,37 @@ class Recipe:
         """The step of that name, if the recipe has one."""
         return next((s for s in self.steps if s.name == name), None)
 
+    def extension(self, name: str) -> ExtensionPlan | None:
+        """The plan of one package built against torch, if the row has it."""
+        return next((e for e in self.extensions if e.name == name), None)
+
+    @property
+    def flash_attn(self) -> ExtensionPlan | None:
+        """flash-attn's plan, if the row has flash-attn."""
+        return self.extension("flash-attn")
+
 
 def build_recipe(
     plan: Plan,
     *,
-    flash_attn: FlashAttnRequest = "auto",
+    extensions: ExtensionRequests | None = None,
+    flash_attn: Choice | None = None,
     nvcc_version: str | None = None,
     cores: int | None = None,
     memory_gib: float | None = None,
 ) -> Recipe:
-    """The recipe for a plan; InstallError (before anything changes) when flash-attn has no way in."""
+    """The recipe for a plan; InstallError (before anything changes) when a package built against
+    torch has no way in, BadInputError when --build/--without names a package the row lacks."""
     row = plan.row
+    facts = plan.matrix.rows_file.torch_extensions
+    asked = dict(extensions or {})
+    if flash_attn is not None:
+        asked["flash-attn"] = flash_attn
+    _check_names(asked, row, facts)
     reqs = row.requirements()
     torch_reqs = tuple(r for r in reqs if _name(r) in TORCH_FAMILY)
     verl_req = reqs[0]
-    rest = tuple(r for r in reqs[1:] if _name(r) not in (*TORCH_FAMILY, "flash-attn"))
+    rest = tuple(r for r in reqs[1:] if _name(r) not in (*TORCH_FAMILY, *facts))
     index, overrides = plan.index_url, bool(row.overrides)
     steps = [
         Step(
@@ -119,42 +153,17 @@ def build_recipe(
                 overrides=overrides,
             )
         )
-    fa = _flash_attn_plan(plan, flash_attn, nvcc_version, cores, memory_gib)
+    measured = _Measured(nvcc_version, cores, memory_gib)
+    plans = [
+        _extension_plan(plan, name, ext, asked.get(name, "auto"), measured)
+        for name, ext in facts.items()
+        if name in row.packages
+    ]
     warnings: list[str] = []
-    if fa is not None and fa.mode == "wheel":
-        assert fa.url is not None  # noqa: S101  # a wheel plan always has its URL
-        steps.append(
-            Step(
-                name="flash-attn",
-                title=f"flash-attn {fa.version} ({fa.reason})",
-                requirements=(*torch_reqs, f"flash-attn @ {fa.url}"),
-                index_url=index,
-            )
-        )
-    elif fa is not None and fa.mode == "build":
-        facts = plan.matrix.rows_file.flash_attn
-        build_requires = facts.build_requires if facts else ()
-        steps.append(
-            Step(
-                name="flash-attn-build-requires",
-                title="what flash-attn's setup.py needs, since it builds without isolation",
-                requirements=(*torch_reqs, *build_requires),
-                index_url=index,
-            )
-        )
-        steps.append(
-            Step(
-                name="flash-attn",
-                title=f"flash-attn {fa.version} (built against the installed torch)",
-                requirements=(*torch_reqs, f"flash-attn=={fa.version}"),
-                index_url=index,
-                no_build_isolation=True,
-                env=(("MAX_JOBS", str(fa.max_jobs)),),
-            )
-        )
-        warnings.append(f"flash-attn {fa.version}: {fa.reason}")
-    elif fa is not None:
-        warnings.append(f"flash-attn {fa.version} left out (--without flash-attn): {fa.reason}")
+    for ext in plans:
+        new_steps, warning = _extension_steps(ext, facts[ext.name], torch_reqs, index)
+        steps += new_steps
+        warnings += [warning] if warning else []
     steps.append(
         Step(
             name="verl",
@@ -164,18 +173,72 @@ def build_recipe(
             overrides=overrides,
         )
     )
-    verify = [r for r in reqs if _name(r) != "flash-attn"]
-    if fa is not None and fa.mode != "without":
-        verify.append(f"flash-attn=={fa.version}")
+    verify = [r for r in reqs if _name(r) not in facts]
+    verify += [f"{e.name}=={e.version}" for e in plans if e.mode != "without" and not facts[e.name].build]
     return Recipe(
         row=row,
         python=plan.python,
         overrides=row.overrides,
         steps=tuple(steps),
-        flash_attn=fa,
+        extensions=tuple(plans),
         verify_pins=tuple(verify),
         warnings=tuple(warnings),
     )
+
+
+@dataclass(frozen=True)
+class _Measured:
+    """What a build needs to know about the machine (nvcc, cores, memory)."""
+
+    nvcc_version: str | None
+    cores: int | None
+    memory_gib: float | None
+
+
+def _check_names(asked: Mapping[str, Choice], row: Row, facts: Mapping[str, ExtensionFacts]) -> None:
+    for name in asked:
+        if name not in facts:
+            raise BadInputError(
+                f"--build/--without {name!r}: not a package built against torch; the matrix knows "
+                f"{', '.join(facts) or 'none'}{suggest(name, facts)}"
+            )
+        if name not in row.packages and asked[name] == "build":
+            raise BadInputError(f"--build {name}: row {row.id} does not install {name}")
+
+
+def _extension_steps(
+    ext: ExtensionPlan, facts: ExtensionFacts, torch_reqs: tuple[str, ...], index: str | None
+) -> tuple[list[Step], str | None]:
+    """The steps that put one package built against torch in, and the warning it carries."""
+    if ext.mode == "wheel":
+        step = Step(
+            name=ext.name,
+            title=f"{ext.name} {ext.version} ({ext.reason})",
+            requirements=(*torch_reqs, ext.requirement),
+            index_url=index,
+        )
+        return [step], None
+    if ext.mode == "without":
+        return [], f"{ext.name} {ext.version} left out (--without {ext.name}): {ext.reason}"
+    env = {"MAX_JOBS": str(ext.max_jobs), **facts.build_env}
+    steps = [
+        Step(
+            name=f"{ext.name}-build-requires",
+            title=f"what {ext.name}'s build needs, since it builds without isolation",
+            requirements=(*torch_reqs, *facts.build_requires),
+            index_url=index,
+        ),
+        Step(
+            name=ext.name,
+            title=f"{ext.name} {ext.version} (built against the installed torch)",
+            requirements=(*torch_reqs, facts.build or ext.requirement),
+            index_url=index,
+            no_build_isolation=True,
+            config_settings=facts.config_settings,
+            env=tuple(sorted(env.items())),
+        ),
+    ]
+    return steps, f"{ext.name} {ext.version}: {ext.reason}"
 
 
 def _name(requirement: str) -> str:
@@ -183,95 +246,100 @@ def _name(requirement: str) -> str:
     return re.split(r"[\[=@ ;]", requirement, maxsplit=1)[0]
 
 
-def _flash_attn_plan(
-    plan: Plan,
-    request: FlashAttnRequest,
-    nvcc_version: str | None,
-    cores: int | None,
-    memory_gib: float | None,
-) -> FlashAttnPlan | None:
+def _extension_plan(
+    plan: Plan, name: str, facts: ExtensionFacts, request: Choice, measured: _Measured
+) -> ExtensionPlan:
     row = plan.row
-    version = row.packages.get("flash-attn")
-    if version is None:
-        return None
-    facts = plan.matrix.rows_file.flash_attn
-    without = without_flash_attn(facts, row.verl.version)
+    version = row.packages[name]
+    without = without_reason(facts, row.verl.version)
     if request == "without":
-        return FlashAttnPlan(version=version, mode="without", reason=without)
-    wheel, why_not = wheel_for(facts, row, version, plan.python, plan.target.glibc.value)
+        return ExtensionPlan(name=name, version=version, mode="without", reason=without)
+    wheel, why_not = wheel_for(facts, row, version, plan.python, plan.target.glibc.value, name=name)
     if wheel is not None and request == "auto":
         url, sha256, abi, reason = wheel
-        return FlashAttnPlan(
-            version=version, mode="wheel", reason=reason, url=url, sha256=sha256, cxx11abi=abi
+        return ExtensionPlan(
+            name=name, version=version, mode="wheel", reason=reason, url=url, sha256=sha256, cxx11abi=abi
         )
     if request == "build":
-        return _build_plan(row, version, nvcc_version, cores, memory_gib)
+        return _build_plan(row, name, version, measured)
+    flag = "--build-flash-attn" if name == "flash-attn" else f"--build {name}"
     raise InstallError(
-        f"flash-attn {version} cannot be installed as it stands ({why_not}): pass --build-flash-attn to "
+        f"{name} {version} cannot be installed as it stands ({why_not}): pass {flag} to "
         f"compile it against torch {row.torch.version} after torch is installed (needs nvcc "
-        f"{row.torch.cuda}, an hour or more), or --without flash-attn ({without}); nothing was changed"
+        f"{row.torch.cuda}, an hour or more), or --without {name} ({without}); nothing was changed"
     )
 
 
-def _build_plan(
-    row: Row, version: str, nvcc_version: str | None, cores: int | None, memory_gib: float | None
-) -> FlashAttnPlan:
-    cuda = row.torch.cuda
+def _build_plan(row: Row, name: str, version: str, measured: _Measured) -> ExtensionPlan:
+    cuda, nvcc = row.torch.cuda, measured.nvcc_version
+    flag = "--build-flash-attn" if name == "flash-attn" else f"--build {name}"
     if cuda is None:
-        raise InstallError(f"flash-attn {version} cannot be built for row {row.id}: its torch has no CUDA")
-    if nvcc_version is None:
+        raise InstallError(f"{name} {version} cannot be built for row {row.id}: its torch has no CUDA")
+    if nvcc is None:
         raise InstallError(
-            f"--build-flash-attn needs nvcc of CUDA {cuda} (CUDA_HOME/bin/nvcc or on PATH) and none was "
-            "found: install the CUDA toolkit, or use --without flash-attn; nothing was changed"
+            f"{flag} needs nvcc of CUDA {cuda} (CUDA_HOME/bin/nvcc or on PATH) and none was "
+            f"found: install the CUDA toolkit, or use --without {name}; nothing was changed"
         )
-    if nvcc_version.split(".")[0] != cuda.split(".")[0]:
+    if nvcc.split(".")[0] != cuda.split(".")[0]:
         raise InstallError(
-            f"--build-flash-attn: nvcc is CUDA {nvcc_version}, torch {row.torch.version} is built with "
+            f"{flag}: nvcc is CUDA {nvcc}, torch {row.torch.version} is built with "
             f"CUDA {cuda}; torch refuses to build extensions across CUDA majors. Put a CUDA "
             f"{cuda.split('.')[0]}.x toolkit first on PATH (or CUDA_HOME); nothing was changed"
         )
-    jobs = max(
-        1, min(cores or os.cpu_count() or 1, int((memory_gib or GIB_PER_BUILD_JOB) // GIB_PER_BUILD_JOB))
-    )
+    memory = measured.memory_gib or GIB_PER_BUILD_JOB
+    jobs = max(1, min(measured.cores or os.cpu_count() or 1, int(memory // GIB_PER_BUILD_JOB)))
     reason = (
-        f"built from source with nvcc {nvcc_version} and MAX_JOBS={jobs} (from the cores and "
+        f"built from source with nvcc {nvcc} and MAX_JOBS={jobs} (from the cores and "
         f"{GIB_PER_BUILD_JOB} GiB of memory per job); this takes an hour or more"
     )
-    return FlashAttnPlan(version=version, mode="build", reason=reason, max_jobs=jobs)
+    return ExtensionPlan(name=name, version=version, mode="build", reason=reason, max_jobs=jobs)
 
 
-def without_flash_attn(facts: FlashAttnFacts | None, verl_version: str) -> str:
-    """What a run of this verl line can do without flash-attn (read from its code; matrix data)."""
+def without_reason(facts: ExtensionFacts | None, verl_version: str) -> str:
+    """What a run of this verl line can do without the package (read from its code; matrix data)."""
     if facts is not None:
         release = Version(verl_version).release
         for size in (2, 1):
             key = ".".join(str(p) for p in release[:size])
             if key in facts.without:
                 return facts.without[key]
-    return "check the verl version's FSDP settings: attn_implementation and use_remove_padding"
+    return "the matrix does not say what this verl line does without it"
+
+
+def without_flash_attn(facts: ExtensionFacts | None, verl_version: str) -> str:
+    """What a run of this verl line can do without flash-attn."""
+    if facts is None or not facts.without:
+        return "check the verl version's FSDP settings: attn_implementation and use_remove_padding"
+    return without_reason(facts, verl_version)
 
 
 def wheel_for(  # noqa: PLR0911  # one return per reason a wheel does not fit
-    facts: FlashAttnFacts | None, row: Row, version: str, python: str, glibc: str | None
+    facts: ExtensionFacts | None,
+    row: Row,
+    version: str,
+    python: str,
+    glibc: str | None,
+    *,
+    name: str = "flash-attn",
 ) -> tuple[tuple[str, str | None, bool, str] | None, str]:
     """((url, sha256, cxx11abi, reason), "") for a matching prebuilt wheel, else (None, why not)."""
-    if facts is None:
-        return None, "the matrix lists no prebuilt flash-attn wheels"
+    if facts is None or facts.url is None:
+        return None, f"the matrix lists no prebuilt {name} wheels"
     release = facts.releases.get(version)
     torch_minor = ".".join(row.torch.version.split("+")[0].split(".")[:2])
     cuda_major = row.torch.cuda.split(".")[0] if row.torch.cuda else None
     arch = row.requires.arch[0]
     if release is None:
-        return None, f"flash-attn {version} published no prebuilt wheels"
+        return None, f"{name} {version} published no prebuilt wheels known to the matrix"
     if torch_minor not in release.torch:
-        return None, f"flash-attn {version} published no wheel for torch {torch_minor}"
+        return None, f"{name} {version} published no wheel for torch {torch_minor}"
     if cuda_major is None or cuda_major not in release.cuda_majors:
-        return None, f"flash-attn {version} published no wheel for CUDA {cuda_major}"
+        return None, f"{name} {version} published no wheel for CUDA {cuda_major}"
     if arch not in release.arch:
-        return None, f"flash-attn {version} published no {arch} wheel"
+        return None, f"{name} {version} published no {arch} wheel"
     minor = ".".join(python.split(".")[:2])
     if minor not in release.python:
-        return None, f"flash-attn {version} published no wheel for Python {minor}"
+        return None, f"{name} {version} published no wheel for Python {minor}"
     if glibc is not None and parse_minor(glibc, "glibc") < parse_minor(release.glibc, "glibc"):
         return None, f"its prebuilt wheels need glibc >= {release.glibc} and the target has {glibc}"
     abi = Version(torch_minor) >= Version(facts.cxx11abi_from_torch)
@@ -280,6 +348,7 @@ def wheel_for(  # noqa: PLR0911  # one return per reason a wheel does not fit
         version=version,
         cuda_major=cuda_major,
         torch_minor=torch_minor,
+        torch_version=row.torch.version,
         abi=str(abi).upper(),
         py=py,
         arch=arch,
@@ -289,13 +358,13 @@ def wheel_for(  # noqa: PLR0911  # one return per reason a wheel does not fit
     return (url, sha256, abi, reason), ""
 
 
-def recipe_for(plan: Plan, request: FlashAttnRequest, env: Mapping[str, str]) -> Recipe:
+def recipe_for(plan: Plan, requests: ExtensionRequests, env: Mapping[str, str]) -> Recipe:
     """The plan's recipe; a build request measures nvcc, cores and memory first."""
-    if request != "build":
-        return build_recipe(plan, flash_attn=request)
+    if "build" not in requests.values():
+        return build_recipe(plan, extensions=requests)
     return build_recipe(
         plan,
-        flash_attn=request,
+        extensions=requests,
         nvcc_version=nvcc_version(env),
         cores=os.cpu_count(),
         memory_gib=_memory_gib(),

@@ -10,7 +10,7 @@ from packaging.version import Version
 from verl_setup.errors import NoCompatibleRowError
 from verl_setup.matrix.load import Matrix
 from verl_setup.matrix.proof import rank
-from verl_setup.matrix.schema import Row
+from verl_setup.matrix.schema import Row, Unfit
 from verl_setup.plan.target import GpuSpec, Target
 from verl_setup.util.versions import DriverVersion, fmt, parse_minor
 
@@ -24,6 +24,10 @@ class Rejection:
     id: str
     reasons: tuple[str, ...]
     off_request: bool = False  # it fails what the user asked for, not only what the host has
+    # What the user would have to change for the row to fit, for ranking the nearest rows.
+    driver_needed: DriverVersion | None = None  # a driver upgrade to at least this
+    python_change: bool = False  # another Python
+    hardware_change: bool = False  # another GPU, CPU architecture or OS (glibc): the most costly
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -38,6 +42,7 @@ class Plan:
     rejected: tuple[Rejection, ...]
     matrix: Matrix
     index_url: str | None
+    unfit: tuple[Unfit, ...] = ()  # engine releases the matrix says the asked verl line excludes
 
     def to_json(self) -> dict[str, Any]:
         """The documented `plan --json` object (schema 1)."""
@@ -52,6 +57,10 @@ class Plan:
             "facts": self.target.facts_json(),
             "warnings": list(self.warnings),
             "rejected": [{"id": r.id, "reasons": list(r.reasons)} for r in self.rejected],
+            "unfit": [
+                {"verl": u.verl, "engine": u.engine, "versions": list(u.versions), "reason": u.reason}
+                for u in self.unfit
+            ],
             "matrix": {"path": str(self.matrix.path), "sha256": self.matrix.sha256},
         }
 
@@ -61,14 +70,14 @@ def select(target: Target, matrix: Matrix) -> Plan:
     fitting: list[Row] = []
     rejected: list[Rejection] = []
     for row in matrix.rows:
-        asked = request_reasons(row, target)
-        reasons = asked + host_reasons(row, target, matrix)
-        if reasons:
-            rejected.append(Rejection(id=row.id, reasons=tuple(reasons), off_request=bool(asked)))
-        else:
+        rejection = _rejection(row, target, matrix)
+        if rejection is None:
             fitting.append(row)
+        else:
+            rejected.append(rejection)
+    unfit = _unfit_for(target, matrix)
     if not fitting:
-        raise NoCompatibleRowError(_no_fit_message(rejected, matrix))
+        raise NoCompatibleRowError(_no_fit_message(rejected, matrix, unfit))
     order = {row.id: i for i, row in enumerate(matrix.rows)}
     fitting.sort(key=lambda r: (-rank(matrix.proof_of(r)[0]), -_release(r.verl.version), order[r.id]))
     chosen, others = fitting[0], fitting[1:]
@@ -91,6 +100,40 @@ def select(target: Target, matrix: Matrix) -> Plan:
         rejected=tuple(sorted(rejected, key=lambda r: order[r.id])),
         matrix=matrix,
         index_url=matrix.index_url(chosen),
+        unfit=unfit,
+    )
+
+
+def _rejection(row: Row, target: Target, matrix: Matrix) -> Rejection | None:
+    """Why `row` does not fit, with what would have to change; None when it fits."""
+    asked = request_reasons(row, target)
+    driver = _driver_reasons(row, target, matrix) if _gpu_row_on_gpu_host(row, target) else []
+    host = host_reasons(row, target, matrix)
+    if not asked and not host:
+        return None
+    python = any(r.startswith("Python ") for r in asked)
+    hardware = [r for r in host if r not in driver]
+    return Rejection(
+        id=row.id,
+        reasons=tuple(asked + host),
+        off_request=any(not r.startswith("Python ") for r in asked),
+        driver_needed=_driver_floor(row, target, matrix) if driver else None,
+        python_change=python,
+        hardware_change=bool(hardware),
+    )
+
+
+def _gpu_row_on_gpu_host(row: Row, target: Target) -> bool:
+    return row.requires.gpu and (target.driver.value is not None or bool(target.gpus.value))
+
+
+def _unfit_for(target: Target, matrix: Matrix) -> tuple[Unfit, ...]:
+    """The matrix's "does not fit" records for the engine asked for (and the verl line, if asked)."""
+    return tuple(
+        u
+        for u in matrix.rows_file.unfit
+        if u.engine == target.engine.value
+        and (not target.verl.value or _matches_prefix(u.verl, target.verl.value))
     )
 
 
@@ -127,6 +170,9 @@ def request_reasons(row: Row, target: Target) -> list[str]:
         reasons.append(f"verl {row.verl.version} is not the requested {target.verl.value}")
     if target.engine.value and row.engine.name != target.engine.value:
         reasons.append(f"engine {row.engine.name} is not the requested {target.engine.value}")
+    if row.requires.gpu and row.backend != target.backend.value:
+        how = "requested" if target.backend.source != "default" else "default (ask with --backend)"
+        reasons.append(f"training backend {row.backend}, not the {how} {target.backend.value}")
     wanted = target.python.value
     if wanted is not None and fmt(wanted[:2]) not in row.python.supported:
         reasons.append(f"Python {fmt(wanted)} requested, row supports {', '.join(row.python.supported)}")
@@ -163,25 +209,84 @@ def _driver_reasons(row: Row, target: Target, matrix: Matrix) -> list[str]:
     driver, req = target.driver.value, row.requires
     if driver is None or req.driver is None or req.cuda is None:
         return []
+    reasons = _architecture_floor_reasons(target, matrix)
     needed_family = matrix.cuda.family_floor(req.cuda)
+    major = req.cuda.split(".")[0]
     if needed_family is not None and driver < needed_family:
-        major = req.cuda.split(".")[0]
+        if target.policy.value == "forward":
+            why_not = forward_compat_refusal(req.cuda, target, matrix)
+            return reasons + ([why_not] if why_not else [])
         return [
+            *reasons,
             f"driver >= {needed_family} needed for any CUDA {major}.x (this row uses {req.cuda}), "
-            f"host has {driver}"
+            f"host has {driver}",
         ]
     if target.policy.value == "strict":
         strict = DriverVersion.parse(req.driver.strict)
         if driver < strict:
-            return [
+            reasons.append(
                 f"driver >= {strict} needed for full CUDA {req.cuda} support (policy strict), "
                 f"host has {driver}"
-            ]
+            )
     else:
         compat = DriverVersion.parse(req.driver.compat)
         if driver < compat:
-            return [f"driver >= {compat} needed (policy compat), host has {driver}"]
-    return []
+            reasons.append(f"driver >= {compat} needed (policy {target.policy.value}), host has {driver}")
+    return reasons
+
+
+def _architecture_floor_reasons(target: Target, matrix: Matrix) -> list[str]:
+    """A GPU newer than the driver: no row runs, whatever its CUDA (the architecture's floor)."""
+    driver, reasons = target.driver.value, []
+    for gpu in _distinct(target.gpus.value):
+        arch = matrix.cuda.architecture(gpu.compute_capability)
+        if driver is not None and arch and arch.min_driver and driver < DriverVersion.parse(arch.min_driver):
+            reasons.append(
+                f"GPU {gpu.name!r} ({arch.name}) needs driver >= {arch.min_driver} at all, host has {driver}"
+            )
+    return reasons
+
+
+def _driver_floor(row: Row, target: Target, matrix: Matrix) -> DriverVersion | None:
+    """The lowest driver with which `row` fits under the target's policy (for ranking)."""
+    req = row.requires
+    if req.driver is None or req.cuda is None:
+        return None
+    floors = [
+        DriverVersion.parse(req.driver.strict if target.policy.value == "strict" else req.driver.compat)
+    ]
+    for gpu in _distinct(target.gpus.value):
+        arch = matrix.cuda.architecture(gpu.compute_capability)
+        if arch and arch.min_driver:
+            floors.append(DriverVersion.parse(arch.min_driver))
+    return max(floors)
+
+
+def forward_compat_refusal(cuda: str, target: Target, matrix: Matrix) -> str | None:
+    """Why CUDA forward compatibility cannot carry `cuda` on this target; None when it can."""
+    facts, driver = matrix.cuda.facts.forward_compat, target.driver.value
+    major = cuda.split(".", maxsplit=1)[0]
+    if facts is None or driver is None:
+        return f"policy forward: the matrix has no forward-compatibility facts for CUDA {major}"
+    branches = facts.branches.get(major, ())
+    branch = str(driver.major)
+    if branch not in branches:
+        listed = ", ".join(f"R{b}" for b in branches) or "none"
+        return (
+            f"policy forward: driver branch R{branch} is not one NVIDIA supports forward compatibility "
+            f"to CUDA {major} on (supported: {listed}; source {facts.source} in cuda.yaml)"
+        )
+    not_dc = [g.name for g in _distinct(target.gpus.value) if not matrix.cuda.is_data_center(g.name)]
+    if not target.gpus.value:
+        return (
+            "policy forward: the GPU model is unknown, and forward compatibility is for data-center GPUs only"
+        )
+    if not_dc:
+        return (
+            f"policy forward: GPU {not_dc[0]!r} is not a data-center GPU, and forward compatibility is for "
+            "data-center GPUs only (NVIDIA's CUDA Compatibility guide)"
+        )
+    return None
 
 
 def _gpu_reasons(row: Row, gpus: tuple[GpuSpec, ...], matrix: Matrix) -> list[str]:
@@ -228,7 +333,10 @@ def _warnings(row: Row, target: Target, matrix: Matrix) -> list[str]:
             f"{'/'.join(req.arch)} with glibc >= {req.glibc} (give --host FILE, or VERL_SETUP_ARCH "
             "and VERL_SETUP_GLIBC)"
         )
-    if req.gpu and driver is not None and req.driver and req.cuda:
+    out += _forward_warnings(row, target, matrix)
+    family = matrix.cuda.family_floor(req.cuda) if req.cuda else None
+    below_family = driver is not None and family is not None and driver < family
+    if req.gpu and driver is not None and req.driver and req.cuda and not below_family:
         strict = DriverVersion.parse(req.driver.strict)
         if driver < strict:
             out.append(
@@ -248,6 +356,32 @@ def _warnings(row: Row, target: Target, matrix: Matrix) -> list[str]:
     for issue in row.known_issues:
         if not issue.python or minor in issue.python:
             out.append(f"known issue: {issue.summary} (source: {issue.source})")
+    return out
+
+
+def _forward_warnings(row: Row, target: Target, matrix: Matrix) -> list[str]:
+    """What a plan that rests on CUDA forward compatibility must say, loudly."""
+    req, driver, facts = row.requires, target.driver.value, matrix.cuda.facts.forward_compat
+    family = matrix.cuda.family_floor(req.cuda) if req.cuda else None
+    if target.policy.value != "forward" or driver is None or family is None or driver >= family:
+        return []
+    if req.cuda is None or facts is None:
+        return []
+    major, minor = req.cuda.split(".")[:2]
+    package = facts.package.format(major=major, minor=minor)
+    out = [
+        f"policy forward: CUDA {req.cuda} on driver {driver} works only inside the rendered image, which "
+        f"installs {package} and puts {facts.library_dir.format(major=major, minor=minor)} first on "
+        "LD_LIBRARY_PATH; a venv install on this host will fail at CUDA initialisation "
+        "(render docker; `verl-setup doctor cuda` in the container shows whether the compat driver loaded)"
+    ]
+    branch = str(driver.major)
+    if branch in facts.end_of_life:
+        out.append(
+            f"policy forward: NVIDIA lists driver branch R{branch} as end of life from "
+            f"{facts.end_of_life[branch]} ({facts.source} in cuda.yaml): forward compatibility on it "
+            "gets no fixes"
+        )
     return out
 
 
@@ -292,16 +426,35 @@ def _version_tuple(text: str) -> tuple[int, ...]:
     return tuple(int(p) for p in text.split(".") if p.isdigit())
 
 
-def _no_fit_message(rejected: list[Rejection], matrix: Matrix) -> str:
+def _no_fit_message(rejected: list[Rejection], matrix: Matrix, unfit: tuple[Unfit, ...] = ()) -> str:
+    nearest = nearest_rows(rejected, matrix)[:3]
+    parts = "; ".join(f"{r.id}: {', '.join(r.reasons)}" for r in nearest)
+    message = f"no matrix row fits this machine. Nearest (smallest change first): {parts}"
+    if unfit:
+        message += ". Not offered: " + "; ".join(_unfit_words(u) for u in unfit)
+    return message
+
+
+def _unfit_words(unfit: Unfit) -> str:
+    return f"{unfit.engine} {', '.join(unfit.versions)} for verl {unfit.verl}: {unfit.reason}"
+
+
+def nearest_rows(rejected: list[Rejection], matrix: Matrix) -> list[Rejection]:
+    """Rejected rows by the least the user must change: rows matching the request first, then
+    those needing only a driver upgrade (lowest first), then a Python change, then new hardware."""
     rows = {row.id: (i, row) for i, row in enumerate(matrix.rows)}
 
-    def distance(r: Rejection) -> tuple[bool, bool, int, tuple[int, ...], int]:
-        # Rows matching the request first, GPU rows before the CPU row, fewest failed
-        # requirements, then the oldest driver needed.
+    def cost(r: Rejection) -> tuple[bool, bool, bool, bool, tuple[int, ...], int, int]:
         index, row = rows[r.id]
-        driver = row.requires.driver.compat if row.requires.driver else "0"
-        return (r.off_request, not row.requires.gpu, len(r.reasons), _version_tuple(driver), index)
+        driver = (r.driver_needed.major, r.driver_needed.minor) if r.driver_needed else (0,)
+        return (
+            r.off_request,
+            not row.requires.gpu,
+            r.hardware_change,
+            r.python_change,
+            driver,
+            len(r.reasons),
+            index,
+        )
 
-    nearest = sorted(rejected, key=distance)[:3]
-    parts = "; ".join(f"{r.id}: {', '.join(r.reasons)}" for r in nearest)
-    return f"no matrix row fits this machine. Nearest: {parts}"
+    return sorted(rejected, key=cost)

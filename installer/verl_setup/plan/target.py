@@ -14,7 +14,7 @@ from verl_setup.errors import BadInputError
 from verl_setup.host.facts import HostFacts, PythonInterpreter
 from verl_setup.matrix.cuda import CudaRules
 from verl_setup.util.versions import DriverVersion, fmt, parse_minor, parse_python
-from verl_setup.util.vocab import ENGINE_NAMES, POLICIES, Policy
+from verl_setup.util.vocab import BACKEND_NAMES, ENGINE_NAMES, POLICIES, BackendName, Policy
 
 V = TypeVar("V")
 ENGINES = ENGINE_NAMES
@@ -48,6 +48,7 @@ class Request:
     python: str | None = None
     verl: str | None = None
     engine: str | None = None
+    backend: str | None = None
     policy: str | None = None
     host_file: Path | None = None
 
@@ -65,6 +66,7 @@ class Target:
     verl: Fact[str | None]
     engine: Fact[str | None]
     policy: Fact[Policy]
+    backend: Fact[BackendName] = field(default=Fact("fsdp", "default"))
     # The target's interpreters; `local` says they were detected on this very machine, so an
     # install can use them without detecting again (a host file's paths belong to another one).
     host_pythons: tuple[PythonInterpreter, ...] = field(default=())
@@ -93,6 +95,7 @@ class Target:
             "arch",
             "verl",
             "engine",
+            "backend",
             "policy",
         )
         return {n: {"value": plain(getattr(self, n).value), "source": getattr(self, n).source} for n in names}
@@ -165,9 +168,11 @@ def build_target(
     if engine_text is not None and engine_text not in ENGINES:
         raise BadInputError(f"bad engine {engine_text!r}: expected one of {', '.join(ENGINES)}")
     policy_text, policy_source = pick(request.policy, "--policy", "VERL_SETUP_POLICY")
-    if policy_text is not None and policy_text not in POLICIES:
-        raise BadInputError(f"bad policy {policy_text!r}: expected compat or strict")
-    policy: Fact[Policy] = Fact("strict" if policy_text == "strict" else "compat", policy_source or "default")
+    policy: Fact[Policy] = _choice(policy_text, policy_source, POLICIES, "policy", "compat")
+    backend_text, backend_source = pick(request.backend, "--backend", "VERL_SETUP_BACKEND")
+    if backend_text is None and host is not None and host.backend:
+        backend_text, backend_source = host.backend, f"{host_source} (backend)"
+    backend: Fact[BackendName] = _choice(backend_text, backend_source, BACKEND_NAMES, "backend", "fsdp")
 
     return Target(
         driver=driver,
@@ -179,6 +184,7 @@ def build_target(
         verl=Fact(verl_text, verl_source or "not requested"),
         engine=Fact(engine_text, engine_source or "not requested"),
         policy=policy,
+        backend=backend,
         host_pythons=host.pythons if host else (),
         local=host_source == "detected",
         cuda_toolkits=tuple((t.path, t.version) for t in host.cuda_toolkits if t.version) if host else (),
@@ -201,6 +207,19 @@ def _host_for(
     if any(flags) or any(env.get(f"VERL_SETUP_{n}") for n in ("DRIVER", "GPU", "SM")):
         return None, "not given"
     return detect(), "detected"
+
+
+C = TypeVar("C", bound=str)
+
+
+def _choice(text: str | None, source: str, choices: tuple[C, ...], what: str, default: C) -> Fact[C]:
+    """One of a closed vocabulary, or the default; BadInputError naming the choices otherwise."""
+    if text is None:
+        return Fact(default, "default")
+    for name in choices:
+        if text == name:
+            return Fact(name, source)
+    raise BadInputError(f"bad {what} {text!r}: expected one of {', '.join(choices)}")
 
 
 def _os_fact(env: Mapping[str, str], name: str, value: str | None, host_source: str) -> Fact[str | None]:

@@ -15,7 +15,7 @@ from typing import Any, Literal
 from verl_setup import __version__
 from verl_setup.environment.probe import CHILD as PROBE_CODE
 from verl_setup.errors import BadInputError
-from verl_setup.plan.recipe import FlashAttnRequest, Recipe, build_recipe
+from verl_setup.plan.recipe import Choice, Recipe, build_recipe
 from verl_setup.plan.select import Plan
 from verl_setup.render.values import EnvVar, environment, nvidia_require_cuda
 from verl_setup.util.paths import data_dir
@@ -66,7 +66,7 @@ class RenderOptions:
     venv: str = ".venv"
     namespace: str = "default"
     gpus_per_node: int | None = None
-    flash_attn: FlashAttnRequest = "auto"
+    extensions: dict[str, Choice] = field(default_factory=dict)
     extra: dict[str, str] = field(default_factory=dict)
 
 
@@ -212,7 +212,7 @@ def _recipe(plan: Plan, options: RenderOptions) -> Recipe | None:
     if not {"venv", "docker"} & set(options.targets):
         return None
     cuda = plan.row.torch.cuda
-    return build_recipe(plan, flash_attn=options.flash_attn, nvcc_version=cuda, cores=4, memory_gib=16)
+    return build_recipe(plan, extensions=options.extensions, nvcc_version=cuda, cores=4, memory_gib=16)
 
 
 def render(plan: Plan, options: RenderOptions) -> list[RenderedFile]:

@@ -10,7 +10,12 @@ EngineName = Literal["vllm", "sglang", "none"]
 ENGINE_NAMES: tuple[EngineName, ...] = get_args(EngineName)
 ROLLOUT_ENGINES: tuple[EngineName, ...] = ("vllm", "sglang")  # the engines that serve rollouts
 
-Policy = Literal["compat", "strict"]
+BackendName = Literal["fsdp", "megatron"]  # verl's training backends ([fsdp] / [megatron] extras)
+BACKEND_NAMES: tuple[BackendName, ...] = get_args(BackendName)
+
+# compat: minor-version compatibility; strict: full support only; forward: NVIDIA's CUDA forward
+# compatibility (a cuda-compat user-mode driver inside the image, data-center GPUs only).
+Policy = Literal["compat", "strict", "forward"]
 POLICIES: tuple[Policy, ...] = get_args(Policy)
 
 ProofLevel = Literal["resolves", "installs", "imports", "gpu"]
