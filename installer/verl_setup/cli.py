@@ -24,6 +24,8 @@ def add_plan_flags(p: argparse.ArgumentParser) -> None:
     g.add_argument("--sm", metavar="X.Y", help="compute capability of the GPUs")
     g.add_argument("--gpu-count", type=int, metavar="N", help="GPUs per node")
     g.add_argument("--no-gpu", action="store_true", help="plan for a machine without an NVIDIA GPU")
+    g.add_argument("--arch", metavar="ARCH", help="CPU architecture of the target: x86_64 or aarch64")
+    g.add_argument("--glibc", metavar="X.Y", help="glibc of the target, e.g. 2.35")
     g.add_argument("--python", metavar="X.Y[.Z]", help="Python to install")
     g.add_argument("--verl", metavar="PREFIX", help="verl version prefix, e.g. 0.7")
     g.add_argument("--engine", choices=ENGINE_NAMES, help="rollout engine")

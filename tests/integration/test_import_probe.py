@@ -93,8 +93,48 @@ def test_a_module_the_row_declares_gpu_only_counts_as_gpu_without_a_driver(tmp_p
     files = {**VERL_09, "verl/workers/engine_workers.py": "import vllm_fallback_kernels\n"}
     root = tree(tmp_path, files)
     declared = {"verl.workers.engine_workers": "imports a fallback without CUDA (row evidence)"}
-    result = run_probe(Path(sys.executable), "vllm", 120, env_with(root), declared)
+    result = run_probe(Path(sys.executable), "vllm", 120, env_with(root), gpu_only=declared)
     (module,) = [m for m in result.modules if m.module == "verl.workers.engine_workers"]
     assert module.outcome == "gpu"
     assert "(matrix: imports a fallback without CUDA (row evidence))" in module.error
     assert result.ok
+
+
+MEGATRON = {
+    "verl/__init__.py": "",
+    "verl/trainer/__init__.py": "",
+    "verl/trainer/main_ppo.py": "",
+    "verl/workers/__init__.py": "",
+    "verl/workers/megatron_workers.py": "import transformer_engine.pytorch\n",
+    "megatron/__init__.py": "",
+    "megatron/core/__init__.py": "",
+    # As TransformerEngine's Python wheel without its torch extension (transformer-engine-torch).
+    "transformer_engine/__init__.py": "",
+    "transformer_engine/pytorch/__init__.py": "import transformer_engine_torch\n",
+}
+
+
+def test_a_megatron_row_probes_megatron_core_and_transformer_engine(tmp_path: Path) -> None:
+    root = tree(tmp_path, MEGATRON)
+    result = run_probe(Path(sys.executable), "none", 120, env_with(root))
+    outcome = {m.module: m.outcome for m in result.modules}
+    assert outcome["megatron.core"] == "ok"
+    assert outcome["transformer_engine"] == "ok"
+    assert outcome["transformer_engine.pytorch"] == "failed"  # nobody said it was left out
+    assert outcome["verl.workers.megatron_workers"] == "failed"
+    assert "apex" not in outcome  # not installed: not probed
+    assert not result.ok
+
+
+def test_a_torch_extension_left_out_on_purpose_is_absent_not_failed(tmp_path: Path) -> None:
+    root = tree(tmp_path, MEGATRON)
+    why = "transformer-engine-torch left out (--without transformer-engine-torch)"
+    result = run_probe(
+        Path(sys.executable), "none", 120, env_with(root), left_out={"transformer_engine_torch": why}
+    )
+    by_name = {m.module: m for m in result.modules}
+    assert by_name["transformer_engine.pytorch"].outcome == "absent"
+    assert by_name["verl.workers.megatron_workers"].outcome == "absent"
+    assert why in by_name["transformer_engine.pytorch"].error
+    assert result.ok
+    assert "2 left out on purpose" in result.summary()

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
 from tests.conftest import host
@@ -34,7 +36,9 @@ def test_driver_535_never_selects_cuda_13() -> None:
     assert plan.row.torch.cuda.startswith("12.")
     cuda13 = [r for r in plan.rejected if MATRIX.row(r.id).requires.cuda == "13.0"]
     assert cuda13
-    assert all("driver >= 580.65.06 needed" in r.reasons[0] and "535.129.03" in r.reasons[0] for r in cuda13)
+    assert all(
+        any("driver >= 580.65.06 needed" in x and "535.129.03" in x for x in r.reasons) for r in cuda13
+    )
 
 
 def test_driver_580_selects_the_newest_verl() -> None:
@@ -135,9 +139,20 @@ def test_old_glibc_rejects_rows_with_newer_wheels() -> None:
     assert plan.row.id == "verl0.9-vllm0.24.0"
 
 
-def test_aarch64_host_fits_no_x86_row() -> None:
-    with pytest.raises(NoCompatibleRowError, match="platform x86_64 needed, host is aarch64"):
-        plan_for(host(driver="580.95.05", gpus=(("NVIDIA GH200 480GB", "9.0"),), arch="aarch64"))
+def test_an_aarch64_host_gets_an_aarch64_row_and_never_an_x86_one() -> None:
+    plan = plan_for(host(driver="580.95.05", gpus=(("NVIDIA GH200 480GB", "9.0"),), arch="aarch64"))
+    assert plan.row.id == "verl0.9-vllm0.24.0-aarch64"
+    x86 = [r for r in plan.rejected if MATRIX.row(r.id).requires.arch == ("x86_64",)]
+    assert x86
+    assert all("platform x86_64 needed, host is aarch64" in r.reasons for r in x86)
+
+
+def test_an_aarch64_host_below_the_sglang_wheels_glibc_is_refused_for_sglang() -> None:
+    with pytest.raises(NoCompatibleRowError, match=r"glibc >= 2\.34 needed, host has 2\.28"):
+        plan_for(
+            host(driver="580.95.05", gpus=(("NVIDIA GH200 480GB", "9.0"),), arch="aarch64", glibc="2.28"),
+            engine="sglang",
+        )
 
 
 def test_flags_override_environment_override_host_file() -> None:
@@ -202,8 +217,7 @@ def test_planning_for_another_machine_never_detects_this_one() -> None:
         load_host=lambda _path: host(),
     )
     assert (env_target.arch.source, env_target.glibc.value) == ("env VERL_SETUP_ARCH", "2.39")
-    with pytest.raises(NoCompatibleRowError, match="platform x86_64 needed, host is aarch64"):
-        select(env_target, MATRIX)
+    assert MATRIX.row(select(env_target, MATRIX).row.id).requires.arch == ("aarch64",)
 
 
 def test_environment_no_gpu_and_sm_report_their_own_source() -> None:
@@ -214,3 +228,93 @@ def test_environment_no_gpu_and_sm_report_their_own_source() -> None:
     assert plan.target.driver.source == "env VERL_SETUP_NO_GPU"
     sm = plan_for(facts, {"VERL_SETUP_SM": "9.0"})
     assert sm.target.gpus.source == "env VERL_SETUP_SM"
+
+
+# Issue 11: the stacks verl users run. Each test is a policy, named as a sentence.
+
+B200 = (("NVIDIA B200", "10.0"),)
+
+
+def test_an_h100_on_the_r535_driver_gets_verl_0_9_1_on_cuda_12() -> None:
+    plan = plan_for(host(driver="535.129.03", gpus=H100), python="3.12")
+    assert plan.row.verl.version == "0.9.1"
+    assert plan.row.torch.cuda == "12.8"
+    assert any("minor-version compatibility" in w for w in plan.warnings)
+
+
+def test_a_driver_older_than_the_gpu_architecture_is_refused_whatever_the_row() -> None:
+    with pytest.raises(NoCompatibleRowError) as info:
+        plan_for(host(driver="535.129.03", gpus=B200))
+    assert "GPU 'NVIDIA B200' (Blackwell) needs driver >= 570.26 at all, host has 535.129.03" in str(info.value)
+
+
+def test_the_nearest_rows_put_the_smallest_driver_upgrade_first() -> None:
+    with pytest.raises(NoCompatibleRowError) as info:
+        plan_for(host(driver="515.65.01", gpus=H100), python="3.12")
+    nearest = str(info.value).split("Nearest (smallest change first): ", 1)[1]
+    first = nearest.split(":", 1)[0]
+    assert MATRIX.row(first).requires.driver is not None
+    assert MATRIX.row(first).requires.driver.compat == "520.61.05" or MATRIX.row(first).requires.cuda.startswith(
+        "12."
+    )
+    assert "580.65.06" not in nearest.split(";")[0]  # an R580 row is a bigger upgrade than an R525 one
+
+
+def test_the_default_backend_never_selects_a_megatron_row() -> None:
+    plan = plan_for(host(driver="580.95.05", gpus=H100))
+    assert plan.row.backend == "fsdp"
+    megatron = [r for r in plan.rejected if MATRIX.row(r.id).backend == "megatron"]
+    assert megatron
+    assert all(any("training backend megatron" in x for x in r.reasons) for r in megatron)
+
+
+def test_asking_for_megatron_selects_a_megatron_row_with_transformer_engine() -> None:
+    plan = plan_for(host(driver="580.95.05", gpus=H100), backend="megatron")
+    assert plan.row.backend == "megatron"
+    assert {"megatron-core", "transformer-engine", "transformer-engine-torch"} <= set(plan.row.packages)
+    assert plan.target.backend.source == "flag --backend"
+
+
+def test_the_backend_comes_from_the_flag_then_the_environment_then_the_host_file() -> None:
+    facts = dataclasses.replace(host(driver="580.95.05", gpus=H100), backend="megatron")
+    assert plan_for(facts).target.backend.source.endswith("(backend)")
+    assert plan_for(facts, {"VERL_SETUP_BACKEND": "fsdp"}).row.backend == "fsdp"
+    assert plan_for(facts, {"VERL_SETUP_BACKEND": "fsdp"}, backend="megatron").row.backend == "megatron"
+    with pytest.raises(BadInputError, match="bad backend 'deepspeed'"):
+        plan_for(facts, backend="deepspeed")
+
+
+def test_no_row_ever_installs_the_unrelated_pypi_apex() -> None:
+    for row in MATRIX.rows:
+        if "apex" in row.packages:
+            assert MATRIX.rows_file.torch_extensions["apex"].build == "apex @ git+https://github.com/NVIDIA/apex.git"
+
+
+def test_plan_for_vllm_names_the_releases_verl_0_9_1_excludes_and_why() -> None:
+    plan = plan_for(host(driver="580.95.05", gpus=H100), engine="vllm")
+    excluded = {v: u.reason for u in plan.unfit for v in u.versions}
+    assert "0.33.0" in excluded
+    assert "transformers>=5.16.1" in excluded["0.33.0"]
+    assert "0.19.0" in excluded
+    assert not plan_for(host(driver="580.95.05", gpus=H100)).unfit  # only when an engine is asked for
+
+
+def test_forward_compatibility_fits_cuda_13_on_r535_for_a_data_center_gpu_with_a_loud_warning() -> None:
+    plan = plan_for(host(driver="535.129.03", gpus=H100), policy="forward")
+    assert plan.row.requires.cuda == "13.0"
+    assert any("works only inside the rendered image" in w and "cuda-compat-13-0" in w for w in plan.warnings)
+    assert any("end of life" in w for w in plan.warnings)
+
+
+def test_forward_compatibility_refuses_a_geforce_card() -> None:
+    plan = plan_for(host(driver="535.129.03", gpus=(("NVIDIA GeForce RTX 4090", "8.9"),)), policy="forward")
+    assert plan.row.requires.cuda != "13.0"
+    cuda13 = [r for r in plan.rejected if MATRIX.row(r.id).requires.cuda == "13.0"]
+    assert any("not a data-center GPU" in x for r in cuda13 for x in r.reasons)
+
+
+def test_forward_compatibility_refuses_a_driver_branch_nvidia_does_not_list() -> None:
+    plan = plan_for(host(driver="550.54.15", gpus=H100), policy="forward")
+    assert plan.row.requires.cuda != "13.0"
+    cuda13 = [r for r in plan.rejected if MATRIX.row(r.id).requires.cuda == "13.0"]
+    assert any("driver branch R550 is not one NVIDIA supports" in x for r in cuda13 for x in r.reasons)

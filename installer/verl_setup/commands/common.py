@@ -22,6 +22,8 @@ def plan_inputs(args: argparse.Namespace) -> PlanInputs:
         gpu_count=args.gpu_count,
         no_gpu=args.no_gpu,
         python=args.python,
+        arch=args.arch,
+        glibc=args.glibc,
         verl=args.verl,
         engine=args.engine,
         backend=args.backend,

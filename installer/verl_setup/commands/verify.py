@@ -49,8 +49,9 @@ def run(args: argparse.Namespace, env: Mapping[str, str], out: TextIO) -> int:
         return manifest
 
     timeout = None if args.no_import else args.import_timeout
+    gpu_only, left_out = _row_facts(args, python)
     report = verify_env(
-        python, expected_for, import_timeout=timeout, env=env, gpu_only=_gpu_only(args, python)
+        python, expected_for, import_timeout=timeout, env=env, gpu_only=gpu_only, left_out=left_out
     )
     out.write(envelope(report.to_json()) if args.json else report.text())
     if not report.ok:
@@ -58,13 +59,17 @@ def run(args: argparse.Namespace, env: Mapping[str, str], out: TextIO) -> int:
     return 0
 
 
-def _gpu_only(args: argparse.Namespace, python: Path) -> dict[str, str]:
-    """The row's modules that need an NVIDIA driver to import (--row, else the manifest's row)."""
-    row_id = args.row
-    if row_id is None:
-        try:
-            row_id = json.loads((python.parent.parent / MANIFEST).read_text(encoding="utf-8"))["row"]["id"]
-        except (OSError, ValueError, KeyError, TypeError):
-            return {}
+def _row_facts(args: argparse.Namespace, python: Path) -> tuple[dict[str, str], dict[str, str]]:
+    """The row's modules that need an NVIDIA driver to import (--row, else the manifest's row), and
+    the modules of packages the install left out on purpose (the manifest's torch_extensions)."""
+    row_id, left = args.row, []
+    try:
+        record = json.loads((python.parent.parent / MANIFEST).read_text(encoding="utf-8"))
+        row_id = row_id or record["row"]["id"]
+        left = [n for n, e in (record.get("torch_extensions") or {}).items() if e.get("mode") == "without"]
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        if row_id is None:
+            return {}, {}
     matrix = load_matrix(args.matrix)
-    return dict(next((r.gpu_only_imports for r in matrix.rows if r.id == row_id), {}))
+    gpu_only = dict(next((r.gpu_only_imports for r in matrix.rows if r.id == row_id), {}))
+    return gpu_only, matrix.rows_file.left_out_modules(left)

@@ -27,6 +27,8 @@ engine = sys.argv[1] if len(sys.argv) > 1 else "none"
 report = sys.argv[2:3] == ["--report"]  # for rendered scripts: words on stderr, exit 1 on a failure
 # The row's modules that only import with an NVIDIA driver (module -> why); only without one.
 declared = json.loads(sys.argv[3]) if len(sys.argv) > 3 else {}
+# Modules of packages the install left out on purpose (--without NAME): module -> why.
+left_out = json.loads(sys.argv[4]) if len(sys.argv) > 4 else {}
 try:
     import ctypes
     ctypes.CDLL("libcuda.so.1")
@@ -69,6 +71,12 @@ if engine != "none":
 for name in ("flashinfer", "flash_attn", "sgl_kernel", "datasets", "ray", "tensordict", "transformers"):
     if exists(name):
         modules.append(name)
+# The Megatron backend, where it is installed: what verl's Megatron workers import.
+if exists("megatron.core"):
+    for name in ("megatron.core", "transformer_engine", "transformer_engine.pytorch", "apex",
+                 "verl.workers.megatron_workers"):
+        if exists(name.split(".")[0]):
+            modules.append(name)
 try:
     import importlib.metadata as md
     owners = md.packages_distributions()
@@ -91,13 +99,18 @@ for name in modules:
         why = declared.get(name)
         sign = next((ln.strip() for ln in full.splitlines() if any(s in ln for s in GPU_SIGNS)), None)
         gpu = why is not None or sign is not None
+        skipped = left_out.get(name) or left_out.get(missing or "") or left_out.get(top)
         # Name what needs the driver (the last line may be a later error raised in its place).
         text = "%s (matrix: %s)" % (text, why) if why else (sign[:300] if sign else text)
-        out = {"module": name, "outcome": "gpu" if gpu else "failed", "error": text[:400],
+        outcome = "absent" if skipped and isinstance(exc, ImportError) else "gpu" if gpu else "failed"
+        if outcome == "absent":
+            text = "left out on purpose: %s (%s)" % (skipped, text)
+        out = {"module": name, "outcome": outcome, "error": text[:400],
                "missing": missing, "distribution": dist}
     out["seconds"] = round(time.monotonic() - t, 2)
     if report:
-        word = {"ok": "ok", "gpu": "gpu (needs an NVIDIA driver)", "failed": "FAILED"}[out["outcome"]]
+        word = {"ok": "ok", "gpu": "gpu (needs an NVIDIA driver)", "failed": "FAILED",
+                "absent": "absent"}[out["outcome"]]
         detail = out.get("error", "")
         if out.get("missing"):
             owner = out["distribution"] or "not installed"
@@ -128,6 +141,8 @@ class ModuleResult:
             return f"  ok      {self.module} ({self.seconds:.1f}s)"
         if self.outcome == "gpu":
             return f"  gpu     {self.module}: needs an NVIDIA driver to import ({self.error})"
+        if self.outcome == "absent":
+            return f"  absent  {self.module}: {self.error}"
         if self.missing:
             owner = f" (distribution {self.distribution})" if self.distribution else " (not installed)"
             return f"  FAILED  {self.module}: missing module {self.missing}{owner}: {self.error}"
@@ -154,8 +169,12 @@ class ProbeResult:
 
     def summary(self) -> str:
         """One line: counts, and the first failure."""
-        counts = {k: sum(1 for m in self.modules if m.outcome == k) for k in ("ok", "gpu", "failed")}
+        counts = {
+            k: sum(1 for m in self.modules if m.outcome == k) for k in ("ok", "gpu", "failed", "absent")
+        }
         text = f"{counts['ok']} imported, {counts['gpu']} need a GPU, {counts['failed']} failed"
+        if counts["absent"]:
+            text += f", {counts['absent']} left out on purpose"
         if self.timed_out_in:
             return f"{text}; timed out importing {self.timed_out_in}"
         if self.crashed:
@@ -184,13 +203,16 @@ def run_probe(
     engine: str,
     timeout: float,
     env: Mapping[str, str] | None = None,
+    *,
     gpu_only: Mapping[str, str] | None = None,
+    left_out: Mapping[str, str] | None = None,
 ) -> ProbeResult:
     """Import the training run's modules with `python`; a hang ends at `timeout` naming its module."""
     start = time.monotonic()
     error = None
     try:
         argv = [str(python), "-c", CHILD, engine, "-", json.dumps(dict(gpu_only or {}))]
+        argv += [json.dumps(dict(left_out))] if left_out else []
         out = stream(argv, timeout=timeout, env=env)
         stdout, stderr, code = out.stdout, out.stderr, out.returncode
     except ProgramError as exc:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import platform
 import shutil
 import sys
 import tempfile
@@ -42,6 +43,7 @@ class RowResult:
     seconds: dict[str, float] = field(default_factory=dict)
     failed: str | None = None
     skipped: str | None = None
+    stopped: str | None = None  # reached what this machine can prove; why not further
 
     def to_json(self) -> dict[str, Any]:
         """Plain data for --json."""
@@ -51,6 +53,7 @@ class RowResult:
             "seconds": self.seconds,
             "failed": self.failed,
             "skipped": self.skipped,
+            "stopped": self.stopped,
             "detail": {k: v.detail for k, v in self.steps.items()},
         }
 
@@ -80,11 +83,14 @@ def prove_row(
         result.skipped = f"its torch comes from {matrix.index_url(row)}, which this run does not reach"
         return result
     tool = f"verl-setup {__version__}"
-    common = ["--matrix", str(matrix.path), "--row", row.id, "--without", "flash-attn"]
-    flash = (
-        {"flash-attn": "left out: prebuilt wheels live on GitHub release assets, out of reach here"}
-        if "flash-attn" in row.packages
-        else {}
+    # Packages built against torch are left out: prebuilt wheels are GitHub release assets and
+    # builds need nvcc against a GPU torch for an hour or more, both out of reach here.
+    built = [name for name in matrix.rows_file.torch_extensions if name in row.packages]
+    common = ["--matrix", str(matrix.path), "--row", row.id]
+    for name in built:
+        common += ["--without", name]
+    flash = dict.fromkeys(
+        built, "left out: built against torch (GitHub release wheel or an nvcc build), out of reach here"
     )
     lock = work / f"{row.id}.lock"
     say(f"{row.id}: resolves (lock)")
@@ -98,6 +104,12 @@ def prove_row(
     pins = len(locked.pins)
     lock.unlink()
     result.steps["resolves"] = Evidence(date=today(), tool=tool, detail={**header, "distributions": pins})
+    machine = platform.machine()
+    if machine not in row.requires.arch:
+        result.stopped = (
+            f"installs and imports need an {'/'.join(row.requires.arch)} host; this one is {machine}"
+        )
+        return result
     prefix = work / row.id
     say(f"{row.id}: installs (a real uv install, every pin verified)")
     code, out, err, seconds = _cli(
@@ -162,6 +174,8 @@ def table(results: Sequence[RowResult]) -> str:
             lines.append(f"    failed: {r.failed}")
         if r.skipped:
             lines.append(f"    skipped: {r.skipped}")
+        if r.stopped:
+            lines.append(f"    not further here: {r.stopped}")
     return "\n".join(lines) + "\n"
 
 
@@ -181,7 +195,7 @@ def command(row_ids: Sequence[str], matrix: Matrix, *, json_out: bool, keep_reco
             result = prove_row(row, matrix, Path(tmp), env, progress.say)
             results.append(result)
             if keep_record and not result.skipped:
-                book = record(book, row, result.steps, result.failed)
+                book = record(book, row, result.steps, result.failed, result.stopped)
     if json_out:
         out.write(envelope({"rows": [r.to_json() for r in results]}))
     else:

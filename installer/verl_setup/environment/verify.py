@@ -343,6 +343,7 @@ def verify_env(
     env: Mapping[str, str] | None = None,
     engine: str | None = None,
     gpu_only: Mapping[str, str] | None = None,
+    left_out: Mapping[str, str] | None = None,
 ) -> Report:
     """List distributions, compare with `expected_for(snapshot)`, then run the import probe.
 
@@ -359,7 +360,7 @@ def verify_env(
     if engine is None:
         have = snap.versions()
         engine = next((e for e in ROLLOUT_ENGINES if e in have), "none")
-    result = run_probe(python, engine, import_timeout, env, gpu_only)
+    result = run_probe(python, engine, import_timeout, env, gpu_only=gpu_only, left_out=left_out)
     return Report(
         snapshot=snap, expected=expected, findings=tuple(findings), notes=tuple(notes), probe=result
     )

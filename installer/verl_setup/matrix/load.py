@@ -183,6 +183,8 @@ def _check_rows(rows_file: RowsFile, rules: CudaRules, file: str) -> list[str]: 
         needed = {"verl", "engine", "torch", "python", "requires.glibc", *row.packages}
         if row.requires.driver:
             needed.add("requires.driver")
+        if row.requires.arch != ("x86_64",):
+            needed.add("requires.arch")  # every platform but the usual one says where it comes from
         if row.requires.compute_capability:
             needed.add("requires.compute_capability")
         if row.overrides:

@@ -39,6 +39,7 @@ class RowProof:
     row_sha256: str
     steps: dict[str, Evidence]
     failed: str | None = None  # the step that failed last time, and why
+    stopped: str | None = None  # why the proof could not go further where it ran (not a failure)
 
     def level(self) -> Level | None:
         """The highest level reached with every level below it also reached."""
@@ -75,7 +76,8 @@ class ProofBook:
             return None, f"not proven ({proof.failed or 'no step recorded'})"
         date = proof.steps[level].date
         failed = f"; last failure: {proof.failed}" if proof.failed else ""
-        return level, f"{level} (proven {date}){gpu}{failed}"
+        stopped = f"; not further: {proof.stopped}" if proof.stopped else ""
+        return level, f"{level} (proven {date}){stopped}{gpu}{failed}"
 
 
 def load_proof(rows_path: Path) -> ProofBook:
@@ -102,6 +104,7 @@ def load_proof(rows_path: Path) -> ProofBook:
                     if name in LEVELS
                 },
                 failed=entry.get("failed"),
+                stopped=entry.get("stopped"),
             )
             for row_id, entry in (data.get("rows") or {}).items()
         }
@@ -110,7 +113,9 @@ def load_proof(rows_path: Path) -> ProofBook:
     return ProofBook(path=path, rows=rows)
 
 
-def record(book: ProofBook, row: Row, steps: dict[str, Evidence], failed: str | None) -> ProofBook:
+def record(
+    book: ProofBook, row: Row, steps: dict[str, Evidence], failed: str | None, stopped: str | None = None
+) -> ProofBook:
     """Write one row's new proof into the book's file (atomically) and return the new book.
 
     Steps carried over from an earlier proof of the same row hash survive (a `gpu` step recorded
@@ -122,13 +127,14 @@ def record(book: ProofBook, row: Row, steps: dict[str, Evidence], failed: str | 
         merged.update(earlier.steps)
     merged.update(steps)
     rows = dict(book.rows)
-    rows[row.id] = RowProof(row_sha256=row.content_hash(), steps=merged, failed=failed)
+    rows[row.id] = RowProof(row_sha256=row.content_hash(), steps=merged, failed=failed, stopped=stopped)
     data = {
         "schema": 1,
         "rows": {
             row_id: {
                 "row_sha256": p.row_sha256,
                 **({"failed": p.failed} if p.failed else {}),
+                **({"stopped": p.stopped} if p.stopped else {}),
                 "steps": {
                     name: {"date": e.date, "tool": e.tool, "detail": _plain(e.detail)}
                     for name, e in sorted(p.steps.items(), key=lambda kv: LEVELS.index(kv[0]))

@@ -6,6 +6,7 @@ import dataclasses
 import functools
 import hashlib
 import json
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -188,6 +189,8 @@ class ExtensionFacts:
     releases: dict[str, WheelRelease] = field(default_factory=dict)
     sha256: dict[str, str] = field(default_factory=dict)
     without: dict[str, str] = field(default_factory=dict)
+    # The modules it provides: left out, their imports are reported as such, not as failures.
+    modules: tuple[str, ...] = ()
 
 
 # The older name of the same facts (flash-attn was the first such package).
@@ -219,6 +222,15 @@ class RowsFile:
     def flash_attn(self) -> ExtensionFacts | None:
         """flash-attn's facts, if the matrix has them."""
         return self.torch_extensions.get("flash-attn")
+
+    def left_out_modules(self, names: Iterable[str]) -> dict[str, str]:
+        """module -> "NAME left out (--without NAME)" for the packages built against torch named."""
+        return {
+            module: f"{name} left out (--without {name})"
+            for name in names
+            for module in self.torch_extensions[name].modules
+            if name in self.torch_extensions
+        }
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -330,8 +330,8 @@ def _warnings(row: Row, target: Target, matrix: Matrix) -> list[str]:
     if target.arch.value is None or target.glibc.value is None:
         out.append(
             "CPU architecture or glibc of the target not given, so not checked: the row needs "
-            f"{'/'.join(req.arch)} with glibc >= {req.glibc} (give --host FILE, or VERL_SETUP_ARCH "
-            "and VERL_SETUP_GLIBC)"
+            f"{'/'.join(req.arch)} with glibc >= {req.glibc} (give --arch and --glibc, --host FILE, "
+            "or VERL_SETUP_ARCH and VERL_SETUP_GLIBC)"
         )
     out += _forward_warnings(row, target, matrix)
     family = matrix.cuda.family_floor(req.cuda) if req.cuda else None

@@ -46,6 +46,8 @@ class Request:
     gpu_count: int | None = None
     no_gpu: bool = False
     python: str | None = None
+    arch: str | None = None
+    glibc: str | None = None
     verl: str | None = None
     engine: str | None = None
     backend: str | None = None
@@ -179,8 +181,16 @@ def build_target(
         gpus=gpus,
         gpu_count=gpu_count,
         python=python,
-        glibc=_os_fact(env, "VERL_SETUP_GLIBC", host.os.glibc if host else None, host_source),
-        arch=_os_fact(env, "VERL_SETUP_ARCH", host.os.arch if host else None, host_source),
+        glibc=_os_fact(
+            request.glibc,
+            "--glibc",
+            env,
+            "VERL_SETUP_GLIBC",
+            host=(host.os.glibc if host else None, host_source),
+        ),
+        arch=_os_fact(
+            request.arch, "--arch", env, "VERL_SETUP_ARCH", host=(host.os.arch if host else None, host_source)
+        ),
         verl=Fact(verl_text, verl_source or "not requested"),
         engine=Fact(engine_text, engine_source or "not requested"),
         policy=policy,
@@ -222,11 +232,17 @@ def _choice(text: str | None, source: str, choices: tuple[C, ...], what: str, de
     raise BadInputError(f"bad {what} {text!r}: expected one of {', '.join(choices)}")
 
 
-def _os_fact(env: Mapping[str, str], name: str, value: str | None, host_source: str) -> Fact[str | None]:
+def _os_fact(
+    flag: str | None, flag_name: str, env: Mapping[str, str], name: str, *, host: tuple[str | None, str]
+) -> Fact[str | None]:
+    """One OS fact: flag > env > host file (or detection)."""
+    value, host_source = host
+    if flag:
+        return Fact(flag, f"flag {flag_name}")
     if env.get(name):
         return Fact(env[name], f"env {name}")
     if value is None:
-        return Fact(None, "not given (use --host FILE or " + name + ")")
+        return Fact(None, f"not given (use {flag_name}, --host FILE or {name})")
     return Fact(value, f"{host_source} (uname, confstr)")
 
 
