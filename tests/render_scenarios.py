@@ -58,6 +58,12 @@ SCENARIOS = [
         host(driver="550.54.15", gpus=(("NVIDIA A100-SXM4-80GB", "8.0"),)),
     ),
     Scenario("cpu", {"no_gpu": True, "python": "3.12.3"}),
+    # CUDA forward compatibility for a CUDA 13 Megatron row on R535, with TransformerEngine built.
+    Scenario(
+        "h100-drv535-forward-megatron",
+        {"driver": "535.129.03", "gpus": ("H100",), "policy": "forward", "backend": "megatron"},
+        {"extensions": {"flash-attn": "build", "transformer-engine-torch": "build", "apex": "without"}},
+    ),
     Scenario(
         "hostile",
         {"no_gpu": True},

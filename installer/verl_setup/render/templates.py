@@ -17,7 +17,7 @@ from verl_setup.environment.probe import CHILD as PROBE_CODE
 from verl_setup.errors import BadInputError
 from verl_setup.plan.recipe import Choice, Recipe, build_recipe
 from verl_setup.plan.select import Plan
-from verl_setup.render.values import EnvVar, environment, nvidia_require_cuda
+from verl_setup.render.values import EnvVar, environment, forward_compat, nvidia_require_cuda
 from verl_setup.util.paths import data_dir
 from verl_setup.util.vocab import RENDER_TARGETS, suggest
 
@@ -166,6 +166,7 @@ def context(plan: Plan, options: RenderOptions) -> dict[str, Any]:
     row = plan.row
     gpus = options.gpus_per_node if options.gpus_per_node is not None else plan.target.gpu_count.value
     env_vars: list[EnvVar] = environment(plan, options.hf_home, options.iface)
+    recipe = _recipe(plan, options)
     return {
         "version": __version__,
         "uv_version": UV_VERSION,
@@ -174,7 +175,8 @@ def context(plan: Plan, options: RenderOptions) -> dict[str, Any]:
         "python": plan.python,
         "python_minor": ".".join(plan.python.split(".")[:2]),
         "requirements": row.requirements(),
-        "recipe": _recipe(plan, options),
+        "recipe": recipe,
+        "left_out_json": _left_out_json(plan, recipe),
         "overrides_sentinel": OVERRIDES_SENTINEL,
         "probe_code": PROBE_CODE,
         "gpu_only_json": json.dumps(row.gpu_only_imports, sort_keys=True),
@@ -183,7 +185,8 @@ def context(plan: Plan, options: RenderOptions) -> dict[str, Any]:
         "matrix_sha256": plan.matrix.sha256,
         "row_hash": row.content_hash(),
         "env": env_vars,
-        "nvidia_require_cuda": nvidia_require_cuda(row, plan.policy),
+        "nvidia_require_cuda": None if forward_compat(plan) else nvidia_require_cuda(row, plan.policy),
+        "forward_compat": forward_compat(plan),
         "base_image": options.base_image or (row.docker.base_image if row.docker else "ubuntu:24.04"),
         "buildkit": options.buildkit,
         "ca_bundle": options.ca_bundle is not None,
@@ -205,6 +208,13 @@ def context(plan: Plan, options: RenderOptions) -> dict[str, Any]:
 
 
 OVERRIDES_SENTINEL = "@OVERRIDES@"  # where each rendering puts its own overrides file
+
+
+def _left_out_json(plan: Plan, recipe: Recipe | None) -> str:
+    """The probe's map of modules left out on purpose (--without NAME), or "" when none are."""
+    left = [e.name for e in recipe.extensions if e.mode == "without"] if recipe else []
+    modules = plan.matrix.rows_file.left_out_modules(left)
+    return json.dumps(modules, sort_keys=True) if modules else ""
 
 
 def _recipe(plan: Plan, options: RenderOptions) -> Recipe | None:

@@ -93,3 +93,32 @@ def nvidia_require_cuda(row: Row, policy: str) -> str | None:
     if policy == "strict":
         return f"cuda>={cuda}"
     return f"cuda>={cuda.split('.')[0]}.0"  # the family floor: minor-version compatibility
+
+
+@dataclass(frozen=True, kw_only=True)
+class ForwardCompat:
+    """What the image needs for CUDA forward compatibility (--policy forward on an older driver)."""
+
+    package: str
+    library_dir: str
+    env: dict[str, str]
+
+
+def forward_compat(plan: Plan) -> ForwardCompat | None:
+    """The cuda-compat package and variables, when the plan rests on forward compatibility."""
+    req, driver = plan.row.requires, plan.target.driver.value
+    facts = plan.matrix.cuda.facts.forward_compat
+    family = plan.matrix.cuda.family_floor(req.cuda) if req.cuda else None
+    if plan.policy != "forward" or facts is None or req.cuda is None or driver is None or family is None:
+        return None
+    if driver >= family:
+        return None  # the driver runs this CUDA itself: nothing to add
+    major, minor = req.cuda.split(".")[:2]
+    fill = {"major": major, "minor": minor}
+    return ForwardCompat(
+        package=facts.package.format(**fill),
+        library_dir=facts.library_dir.format(**fill),
+        # The container toolkit's own gate would refuse the older driver before the compat
+        # library could load; with forward compatibility that gate is wrong by design.
+        env={"NVIDIA_DISABLE_REQUIRE": "true", **{k: v.format(**fill) for k, v in facts.env.items()}},
+    )

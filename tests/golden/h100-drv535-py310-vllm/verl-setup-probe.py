@@ -4,6 +4,8 @@ engine = sys.argv[1] if len(sys.argv) > 1 else "none"
 report = sys.argv[2:3] == ["--report"]  # for rendered scripts: words on stderr, exit 1 on a failure
 # The row's modules that only import with an NVIDIA driver (module -> why); only without one.
 declared = json.loads(sys.argv[3]) if len(sys.argv) > 3 else {}
+# Modules of packages the install left out on purpose (--without NAME): module -> why.
+left_out = json.loads(sys.argv[4]) if len(sys.argv) > 4 else {}
 try:
     import ctypes
     ctypes.CDLL("libcuda.so.1")
@@ -46,6 +48,12 @@ if engine != "none":
 for name in ("flashinfer", "flash_attn", "sgl_kernel", "datasets", "ray", "tensordict", "transformers"):
     if exists(name):
         modules.append(name)
+# The Megatron backend, where it is installed: what verl's Megatron workers import.
+if exists("megatron.core"):
+    for name in ("megatron.core", "transformer_engine", "transformer_engine.pytorch", "apex",
+                 "verl.workers.megatron_workers"):
+        if exists(name.split(".")[0]):
+            modules.append(name)
 try:
     import importlib.metadata as md
     owners = md.packages_distributions()
@@ -68,13 +76,18 @@ for name in modules:
         why = declared.get(name)
         sign = next((ln.strip() for ln in full.splitlines() if any(s in ln for s in GPU_SIGNS)), None)
         gpu = why is not None or sign is not None
+        skipped = left_out.get(name) or left_out.get(missing or "") or left_out.get(top)
         # Name what needs the driver (the last line may be a later error raised in its place).
         text = "%s (matrix: %s)" % (text, why) if why else (sign[:300] if sign else text)
-        out = {"module": name, "outcome": "gpu" if gpu else "failed", "error": text[:400],
+        outcome = "absent" if skipped and isinstance(exc, ImportError) else "gpu" if gpu else "failed"
+        if outcome == "absent":
+            text = "left out on purpose: %s (%s)" % (skipped, text)
+        out = {"module": name, "outcome": outcome, "error": text[:400],
                "missing": missing, "distribution": dist}
     out["seconds"] = round(time.monotonic() - t, 2)
     if report:
-        word = {"ok": "ok", "gpu": "gpu (needs an NVIDIA driver)", "failed": "FAILED"}[out["outcome"]]
+        word = {"ok": "ok", "gpu": "gpu (needs an NVIDIA driver)", "failed": "FAILED",
+                "absent": "absent"}[out["outcome"]]
         detail = out.get("error", "")
         if out.get("missing"):
             owner = out["distribution"] or "not installed"

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Mapping
 from pathlib import Path
 
 from verl_setup.doctor.context import Context
@@ -47,7 +48,136 @@ def check_cuda(ctx: Context) -> CheckResult:
     findings += _toolkits(ctx, rules, drv, evidence)
     findings += _cudart(ctx, cuda, evidence)
     findings += _forward_compat(ctx, drv, evidence)
+    # Which libcuda really loads matters where a compat library exists or the driver is too old.
+    floor = rules.family_floor(cuda) if cuda else None
+    compat_seen = any(e.name == "forward compat" for e in evidence)
+    target, _ = ctx.target
+    loaded = (
+        loaded_libcuda(Path(target.python) if target else None, dict(ctx.env))
+        if compat_seen or (floor is not None and drv < floor)
+        else None
+    )
+    if loaded is not None:
+        evidence.append(Evidence(name="libcuda loaded", value=loaded[0], source="/proc/self/maps of a child"))
+        findings += _compat_in_use(loaded, rules, drv, cuda)
+    findings += _te_build_needs(ctx, evidence)
     return fold(ID, findings, evidence, ok=f"driver {drv}")
+
+
+# Runs in the target interpreter: which libcuda the dynamic loader really maps, and its driver API.
+_LOADED = r"""
+import ctypes, json
+try:
+    lib = ctypes.CDLL("libcuda.so.1")
+except OSError as exc:
+    print(json.dumps({"error": str(exc)})); raise SystemExit(0)
+version = ctypes.c_int(0)
+fn = getattr(lib, "cuDriverGetVersion", None)
+api = version.value if fn is not None and fn(ctypes.byref(version)) == 0 else None
+paths = [ln.split()[-1] for ln in open("/proc/self/maps") if "libcuda.so" in ln]
+print(json.dumps({"path": paths[0] if paths else None, "api": api}))
+"""
+
+
+def loaded_libcuda(python: Path | None, env: Mapping[str, str]) -> tuple[str, int | None] | None:
+    """(path, driver API version) of the libcuda a process really loads, or None if none loads."""
+    import json  # noqa: PLC0415
+    import sys  # noqa: PLC0415
+
+    from verl_setup.util.runner import ProgramError, run  # noqa: PLC0415
+
+    try:
+        out = run([str(python or sys.executable), "-c", _LOADED], timeout=20, env=env)
+        data = json.loads(out.stdout.strip().splitlines()[-1])
+    except (ProgramError, ValueError, IndexError):
+        return None
+    if not isinstance(data, dict) or not data.get("path"):
+        return None
+    api = data.get("api")
+    return str(data["path"]), api if isinstance(api, int) else None
+
+
+def _compat_in_use(
+    loaded: tuple[str, int | None], rules: CudaRules, drv: DriverVersion, cuda: str | None
+) -> list[Finding]:
+    """Forward compatibility works only if the compat libcuda is the one loaded."""
+    path, api = loaded
+    compat = "/compat/" in path
+    api_text = f"{api // 1000}.{api % 1000 // 10}" if api else None
+    floor = rules.family_floor(cuda) if cuda else None
+    if compat:
+        return [
+            Finding(
+                status="pass",
+                message=f"the forward-compatibility libcuda is loaded ({path}, driver API {api_text}): "
+                f"CUDA {cuda} runs over kernel driver {drv} (data-center GPUs only)",
+            )
+        ]
+    if floor is not None and drv < floor:
+        return [
+            Finding(
+                status="fail",
+                message=f"the loaded libcuda is the host driver's ({path}, driver API {api_text}), too old "
+                f"for CUDA {cuda}; no forward-compatibility library is loaded",
+                remedy="run inside the image `verl-setup render docker --policy forward` makes (it installs "
+                "cuda-compat and puts its folder first on LD_LIBRARY_PATH), or upgrade the driver",
+            )
+        ]
+    return []
+
+
+def _te_build_needs(ctx: Context, evidence: list[Evidence]) -> list[Finding]:
+    """What building TransformerEngine's torch module needs (a Megatron row): CUDA_HOME, nvcc of
+    torch's CUDA major, and cuDNN headers (its csrc includes cudnn.h)."""
+    row, _ = ctx.row
+    if row is None or "transformer-engine-torch" not in row.packages or row.torch.cuda is None:
+        return []
+    home = ctx.env.get("CUDA_HOME") or ctx.env.get("CUDA_PATH")
+    problems = []
+    if not home:
+        problems.append(
+            "CUDA_HOME is not set (TransformerEngine's build reads it to find nvcc and the CUDA headers)"
+        )
+    nvcc = Path(home) / "bin" / "nvcc" if home else None
+    found = toolkit_version(Path(home))[0] if home and nvcc and nvcc.exists() else None
+    if home and found is None:
+        problems.append(f"no nvcc under CUDA_HOME={home}")
+    elif found and found.split(".")[0] != row.torch.cuda.split(".")[0]:
+        problems.append(f"nvcc under CUDA_HOME is CUDA {found}, torch is built with CUDA {row.torch.cuda}")
+    headers = _cudnn_headers(ctx, home)
+    evidence.append(
+        Evidence(
+            name="cudnn.h", value=headers or "not found", source="CUDA_HOME, /usr/include, nvidia-cudnn wheel"
+        )
+    )
+    if headers is None:
+        problems.append(
+            "no cudnn.h (install the cuDNN dev headers, e.g. libcudnn9-dev-cuda-13, or nvidia-cudnn-cu13)"
+        )
+    if not problems:
+        return [
+            Finding(
+                status="pass",
+                message=f"a TransformerEngine build has CUDA_HOME={home}, nvcc {found}, {headers}",
+            )
+        ]
+    return [
+        Finding(
+            status="warn",
+            message="--build transformer-engine-torch would fail: " + "; ".join(problems),
+            remedy="fix these before `verl-setup install --build transformer-engine-torch`, or use --without "
+            "transformer-engine-torch (the Megatron backend then cannot train)",
+        )
+    ]
+
+
+def _cudnn_headers(ctx: Context, home: str | None) -> str | None:
+    candidates = [Path(home) / "include" / "cudnn.h"] if home else []
+    candidates += [Path("/usr/include/cudnn.h"), *Path("/usr/include").glob("*-linux-gnu/cudnn.h")]
+    target, _ = ctx.target
+    if target is not None:
+        candidates += list(Path(target.purelib).glob("nvidia/cudnn/include/cudnn.h"))
+    return next((str(c) for c in candidates if c.exists()), None)
 
 
 def _torch_cuda(ctx: Context) -> tuple[str | None, str]:
