@@ -69,6 +69,10 @@ def plan_text(plan: Plan, *, explain: bool) -> str:
         for r in plan.rejected:
             lines.append(f"  {r.id}")
             lines += [f"      - {reason}" for reason in r.reasons]
+        for u in plan.unfit:
+            lines.append(
+                f"not offered {u.engine} {', '.join(u.versions)} for verl {u.verl}: {u.reason} ({u.source})"
+            )
     else:
         lines.append(f"rejected   {len(plan.rejected)} other rows (--explain says why)")
     return "\n".join(lines) + "\n"
@@ -82,13 +86,17 @@ def _short(value: object) -> str:
 
 def matrix_list_text(matrix: Matrix) -> str:
     """One line per row."""
-    lines = [f"{'id':<28} {'proof':<9} {'verl':<7} {'engine':<20} {'torch':<14} {'cuda':<5} python"]
+    lines = [
+        f"{'id':<28} {'proof':<9} {'verl':<7} {'engine':<20} {'backend':<9} {'torch':<14} {'cuda':<5} "
+        f"{'arch':<8} python"
+    ]
     for r in matrix.rows:
         engine = "none" if r.engine.name == "none" else f"{r.engine.name} {r.engine.version}"
         level, _ = matrix.proof_of(r)
+        python = f"{','.join(r.python.supported)} ({r.python.recommended})"
         lines.append(
-            f"{r.id:<28} {level or '-':<9} {r.verl.version:<7} {engine:<20} {r.torch.version:<14} "
-            f"{r.torch.cuda or '-':<5} {','.join(r.python.supported)} ({r.python.recommended})"
+            f"{r.id:<28} {level or '-':<9} {r.verl.version:<7} {engine:<20} {r.backend:<9} "
+            f"{r.torch.version:<14} {r.torch.cuda or '-':<5} {','.join(r.requires.arch):<8} {python}"
         )
     if not any("gpu" in p.steps for p in matrix.proof.rows.values()):
         lines.append(

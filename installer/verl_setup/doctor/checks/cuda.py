@@ -59,7 +59,7 @@ def check_cuda(ctx: Context) -> CheckResult:
     )
     if loaded is not None:
         evidence.append(Evidence(name="libcuda loaded", value=loaded[0], source="/proc/self/maps of a child"))
-        findings += _compat_in_use(loaded, rules, drv, cuda)
+        findings += compat_in_use(loaded, rules, drv, cuda)
     findings += _te_build_needs(ctx, evidence)
     return fold(ID, findings, evidence, ok=f"driver {drv}")
 
@@ -97,7 +97,7 @@ def loaded_libcuda(python: Path | None, env: Mapping[str, str]) -> tuple[str, in
     return str(data["path"]), api if isinstance(api, int) else None
 
 
-def _compat_in_use(
+def compat_in_use(
     loaded: tuple[str, int | None], rules: CudaRules, drv: DriverVersion, cuda: str | None
 ) -> list[Finding]:
     """Forward compatibility works only if the compat libcuda is the one loaded."""
