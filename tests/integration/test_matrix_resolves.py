@@ -43,7 +43,7 @@ def cases() -> list[tuple[Row, str]]:
 
 
 def resolve(row: Row, python: str, folder: Path, requirements: list[str] | None = None) -> dict[str, str]:
-    req_file, overrides = write_inputs(row, folder)
+    req_file, overrides = write_inputs(row, folder, MATRIX.rows_file.from_index(row))
     if requirements is not None:
         req_file.write_text("\n".join(requirements) + "\n")
     argv = compile_command(
@@ -67,7 +67,7 @@ def test_row_resolves_exactly_as_pinned(row: Row, python: str, tmp_path: Path) -
     pins = resolve(row, python, tmp_path)
     expected = {
         canonicalize_name(line.split("==")[0].split("[")[0]): line.split("==")[1]
-        for line in row.requirements()
+        for line in MATRIX.rows_file.from_index(row)
     }
     wrong = {name: (want, pins.get(name)) for name, want in expected.items() if pins.get(name) != want}
     assert not wrong, f"{row.id}: pinned vs resolved {wrong}"

@@ -223,6 +223,11 @@ class RowsFile:
         """flash-attn's facts, if the matrix has them."""
         return self.torch_extensions.get("flash-attn")
 
+    def from_index(self, row: Row) -> list[str]:
+        """The row's requirement lines a package index serves (not those built from a source URL)."""
+        from_source = {n for n, e in self.torch_extensions.items() if e.build}
+        return [r for r in row.requirements() if r.split("==")[0] not in from_source]
+
     def left_out_modules(self, names: Iterable[str]) -> dict[str, str]:
         """module -> "NAME left out (--without NAME)" for the packages built against torch named."""
         return {
