@@ -113,6 +113,14 @@ MEGATRON = {
     "transformer_engine/pytorch/__init__.py": "import transformer_engine_torch\n",
 }
 
+# As TransformerEngine 2.16.1 really fails when its torch library is missing (make prove).
+MEGATRON_TE_RAISES = {
+    **MEGATRON,
+    "transformer_engine/pytorch/__init__.py": (
+        "raise FileNotFoundError('Could not find shared object file for Transformer Engine torch lib.')\n"
+    ),
+}
+
 
 def test_a_megatron_row_probes_megatron_core_and_transformer_engine(tmp_path: Path) -> None:
     root = tree(tmp_path, MEGATRON)
@@ -138,3 +146,19 @@ def test_a_torch_extension_left_out_on_purpose_is_absent_not_failed(tmp_path: Pa
     assert why in by_name["transformer_engine.pytorch"].error
     assert result.ok
     assert "2 left out on purpose" in result.summary()
+
+
+def test_transformer_engines_own_error_for_its_missing_torch_library_counts_as_left_out(
+    tmp_path: Path,
+) -> None:
+    root = tree(tmp_path, MEGATRON_TE_RAISES)
+    why = "transformer-engine-torch left out (--without transformer-engine-torch)"
+    modules = {"transformer_engine_torch": why, "transformer_engine.pytorch": why}
+    result = run_probe(Path(sys.executable), "none", 120, env_with(root), left_out=modules)
+    by_name = {m.module: m for m in result.modules}
+    assert by_name["transformer_engine.pytorch"].outcome == "absent"
+    assert by_name["verl.workers.megatron_workers"].outcome == "absent"  # fails inside it
+    assert "FileNotFoundError" in by_name["verl.workers.megatron_workers"].error
+    assert result.ok
+    unrelated = run_probe(Path(sys.executable), "none", 120, env_with(root))
+    assert not unrelated.ok  # the same error with nothing left out is a failure

@@ -314,3 +314,57 @@ def test_an_unknown_check_id_is_bad_input_with_a_suggestion() -> None:
     result = run_cli("doctor", "--check", "hf_cache")
     assert result.code == 2
     assert "did you mean 'hf-cache'?" in result.err
+
+
+# --- cuda: what a TransformerEngine build needs (Megatron rows) -------------------------------
+
+
+def fake_cuda_home(root: Path, version: str, *, cudnn: bool) -> Path:
+    """A CUDA_HOME as the toolkit lays it out: bin/nvcc, version.json, include/."""
+    (root / "bin").mkdir(parents=True)
+    (root / "bin" / "nvcc").write_text("#!/bin/sh\n")
+    (root / "bin" / "nvcc").chmod(0o755)
+    (root / "version.json").write_text(json.dumps({"cuda": {"name": "CUDA SDK", "version": version}}))
+    (root / "include").mkdir()
+    if cudnn:
+        (root / "include" / "cudnn.h").write_text("#define CUDNN_MAJOR 9\n")
+    return root
+
+
+def megatron_host() -> HostFacts:
+    return dataclasses.replace(
+        host(driver="580.95.05", gpus=(("NVIDIA H100 80GB HBM3", "9.0"),)), backend="megatron"
+    )
+
+
+def te_finding(result: CheckResult) -> Finding:
+    return next(
+        f for f in result.findings if "TransformerEngine" in f.message or "transformer-engine" in f.message
+    )
+
+
+def test_a_megatron_row_with_a_matching_toolkit_and_cudnn_headers_can_build_transformer_engine(
+    tmp_path: Path,
+) -> None:
+    home = fake_cuda_home(tmp_path / "cuda-13.0", "13.0.88", cudnn=True)
+    result = check_cuda(context(megatron_host(), env={"PATH": "", "CUDA_HOME": str(home)}))
+    finding = te_finding(result)
+    assert finding.status == "pass"
+    assert "nvcc 13.0.88" in finding.message
+
+
+def test_a_transformer_engine_build_without_cudnn_headers_or_with_the_wrong_nvcc_is_a_warning(
+    tmp_path: Path,
+) -> None:
+    home = fake_cuda_home(tmp_path / "cuda-12.8", "12.8.93", cudnn=False)
+    finding = te_finding(check_cuda(context(megatron_host(), env={"PATH": "", "CUDA_HOME": str(home)})))
+    assert finding.status == "warn"
+    assert "nvcc under CUDA_HOME is CUDA 12.8.93, torch is built with CUDA 13.0" in finding.message
+    assert "no cudnn.h" in finding.message or Path("/usr/include/cudnn.h").exists()
+    unset = te_finding(check_cuda(context(megatron_host(), env={"PATH": ""})))
+    assert "CUDA_HOME is not set" in unset.message
+
+
+def test_an_fsdp_row_says_nothing_about_transformer_engine() -> None:
+    result = check_cuda(context(host(driver="580.95.05", gpus=(("NVIDIA H100 80GB HBM3", "9.0"),))))
+    assert not [f for f in result.findings if "TransformerEngine" in f.message]

@@ -170,7 +170,7 @@ def request_reasons(row: Row, target: Target) -> list[str]:
         reasons.append(f"verl {row.verl.version} is not the requested {target.verl.value}")
     if target.engine.value and row.engine.name != target.engine.value:
         reasons.append(f"engine {row.engine.name} is not the requested {target.engine.value}")
-    if row.requires.gpu and row.backend != target.backend.value:
+    if row.backend != target.backend.value:
         how = "requested" if target.backend.source != "default" else "default (ask with --backend)"
         reasons.append(f"training backend {row.backend}, not the {how} {target.backend.value}")
     wanted = target.python.value
