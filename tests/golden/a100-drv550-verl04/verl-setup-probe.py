@@ -51,7 +51,8 @@ for name in ("flashinfer", "flash_attn", "sgl_kernel", "datasets", "ray", "tenso
 # The Megatron backend, where it is installed: what verl's Megatron workers import.
 if exists("megatron.core"):
     for name in ("megatron.core", "transformer_engine", "transformer_engine.pytorch", "apex",
-                 "verl.workers.megatron_workers", "verl.workers.engine.megatron", "verl.utils.megatron_utils"):
+                 "verl.workers.megatron_workers", "verl.workers.engine.megatron",
+                 "verl.utils.megatron_utils"):
         if exists(name):
             modules.append(name)
 try:
