@@ -106,6 +106,9 @@ MEGATRON = {
     "verl/trainer/main_ppo.py": "",
     "verl/workers/__init__.py": "",
     "verl/workers/megatron_workers.py": "import transformer_engine.pytorch\n",
+    # As verl 0.9.1: the engine package's own __init__ imports TransformerEngine.
+    "verl/workers/engine/__init__.py": "import transformer_engine.pytorch\n",
+    "verl/workers/engine/megatron/__init__.py": "",
     "megatron/__init__.py": "",
     "megatron/core/__init__.py": "",
     # As TransformerEngine's Python wheel without its torch extension (transformer-engine-torch).
@@ -130,6 +133,8 @@ def test_a_megatron_row_probes_megatron_core_and_transformer_engine(tmp_path: Pa
     assert outcome["transformer_engine"] == "ok"
     assert outcome["transformer_engine.pytorch"] == "failed"  # nobody said it was left out
     assert outcome["verl.workers.megatron_workers"] == "failed"
+    assert outcome["verl.workers.engine.megatron"] == "failed"  # probed although its parent fails
+    assert "verl.utils.megatron_utils" not in outcome  # this verl has none
     assert "apex" not in outcome  # not installed: not probed
     assert not result.ok
 
@@ -145,7 +150,7 @@ def test_a_torch_extension_left_out_on_purpose_is_absent_not_failed(tmp_path: Pa
     assert by_name["verl.workers.megatron_workers"].outcome == "absent"
     assert why in by_name["transformer_engine.pytorch"].error
     assert result.ok
-    assert "2 left out on purpose" in result.summary()
+    assert "3 left out on purpose" in result.summary()  # TE, the Megatron workers and engine
 
 
 def test_transformer_engines_own_error_for_its_missing_torch_library_counts_as_left_out(

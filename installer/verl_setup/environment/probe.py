@@ -22,7 +22,7 @@ Outcome = Literal["ok", "failed", "gpu", "absent"]
 # Runs in the target interpreter: standard library only. One process, so torch loads once; each
 # module is announced before it is imported, so a hang names its module.
 CHILD = r"""
-import importlib, importlib.util, json, pkgutil, sys, time, traceback
+import importlib, importlib.util, json, os, pkgutil, sys, time, traceback
 engine = sys.argv[1] if len(sys.argv) > 1 else "none"
 report = sys.argv[2:3] == ["--report"]  # for rendered scripts: words on stderr, exit 1 on a failure
 # The row's modules that only import with an NVIDIA driver (module -> why); only without one.
@@ -38,10 +38,26 @@ except OSError:
 GPU_SIGNS = ("libcuda.so", "libnvidia-ml", "NVIDIA driver", "no NVIDIA GPU", "CUDA driver",
              "cudaGetDeviceCount", "nvmlInit", "No CUDA GPUs", "libnvrtc", "Found no NVIDIA")
 def exists(name):
+    # Found on disk below its top-level package, without importing the parents (a parent's own
+    # import may fail, and that failure belongs to the probe of that module, not to this test).
+    top, _, rest = name.partition(".")
     try:
-        return importlib.util.find_spec(name) is not None
-    except (ImportError, ValueError):
+        spec = importlib.util.find_spec(top)
+    except Exception:
         return False
+    if spec is None or not rest:
+        return spec is not None
+    folders = list(spec.submodule_search_locations or [])
+    parts = rest.split(".")
+    for i, part in enumerate(parts):
+        last = i == len(parts) - 1
+        found = [os.path.join(f, part) for f in folders if os.path.isdir(os.path.join(f, part))]
+        if last and (found or any(os.path.isfile(os.path.join(f, part + ".py")) for f in folders)):
+            return True
+        if not found:
+            return False
+        folders = found
+    return False
 def children(package):
     try:
         spec = importlib.util.find_spec(package)

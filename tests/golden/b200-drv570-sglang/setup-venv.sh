@@ -128,7 +128,7 @@ if bad:
 print("setup-venv: %d pins verified" % (len(sys.argv) - 1))
 ' verl==0.7.1 sglang==0.5.9 torch==2.9.1 sgl-kernel==0.3.21 torchvision==0.24.1 torchaudio==2.9.1 flashinfer-python==0.6.3 ray==2.54.0 transformers==4.57.1 tensordict==0.10.0 numpy==1.26.4 datasets==5.0.1 pyarrow==25.0.1 cachetools==8.0.2 cupy-cuda12x==13.6.0 flash-attn==2.8.3
 PROBE='
-import importlib, importlib.util, json, pkgutil, sys, time, traceback
+import importlib, importlib.util, json, os, pkgutil, sys, time, traceback
 engine = sys.argv[1] if len(sys.argv) > 1 else "none"
 report = sys.argv[2:3] == ["--report"]  # for rendered scripts: words on stderr, exit 1 on a failure
 # The row'"'"'s modules that only import with an NVIDIA driver (module -> why); only without one.
@@ -144,10 +144,26 @@ except OSError:
 GPU_SIGNS = ("libcuda.so", "libnvidia-ml", "NVIDIA driver", "no NVIDIA GPU", "CUDA driver",
              "cudaGetDeviceCount", "nvmlInit", "No CUDA GPUs", "libnvrtc", "Found no NVIDIA")
 def exists(name):
+    # Found on disk below its top-level package, without importing the parents (a parent'"'"'s own
+    # import may fail, and that failure belongs to the probe of that module, not to this test).
+    top, _, rest = name.partition(".")
     try:
-        return importlib.util.find_spec(name) is not None
-    except (ImportError, ValueError):
+        spec = importlib.util.find_spec(top)
+    except Exception:
         return False
+    if spec is None or not rest:
+        return spec is not None
+    folders = list(spec.submodule_search_locations or [])
+    parts = rest.split(".")
+    for i, part in enumerate(parts):
+        last = i == len(parts) - 1
+        found = [os.path.join(f, part) for f in folders if os.path.isdir(os.path.join(f, part))]
+        if last and (found or any(os.path.isfile(os.path.join(f, part + ".py")) for f in folders)):
+            return True
+        if not found:
+            return False
+        folders = found
+    return False
 def children(package):
     try:
         spec = importlib.util.find_spec(package)

@@ -145,7 +145,7 @@ if bad:
 print("setup-venv: %d pins verified" % (len(sys.argv) - 1))
 ' 'verl[vllm]==0.9.1' vllm==0.24.0 torch==2.11.0 torchvision==0.26.0 torchaudio==2.11.0 flashinfer-python==0.6.12 ray==2.58.0 transformers==5.9.0 tensordict==0.10.0 numpy==2.2.6 cupy-cuda13x==14.0.1 liger-kernel==0.8.5 trl==0.27.0 flash-linear-attention==0.5.2 torchcodec==0.11.1 transformer-engine==2.16.1 transformer-engine-cu13==2.16.1 megatron-core==0.18.0 nvidia-modelopt==0.44.0 mbridge==0.15.1 onnxscript==0.7.2 nvidia-mathdx==25.6.0 flash-attn==2.8.3 transformer-engine-torch==2.16.1
 PROBE='
-import importlib, importlib.util, json, pkgutil, sys, time, traceback
+import importlib, importlib.util, json, os, pkgutil, sys, time, traceback
 engine = sys.argv[1] if len(sys.argv) > 1 else "none"
 report = sys.argv[2:3] == ["--report"]  # for rendered scripts: words on stderr, exit 1 on a failure
 # The row'"'"'s modules that only import with an NVIDIA driver (module -> why); only without one.
@@ -161,10 +161,26 @@ except OSError:
 GPU_SIGNS = ("libcuda.so", "libnvidia-ml", "NVIDIA driver", "no NVIDIA GPU", "CUDA driver",
              "cudaGetDeviceCount", "nvmlInit", "No CUDA GPUs", "libnvrtc", "Found no NVIDIA")
 def exists(name):
+    # Found on disk below its top-level package, without importing the parents (a parent'"'"'s own
+    # import may fail, and that failure belongs to the probe of that module, not to this test).
+    top, _, rest = name.partition(".")
     try:
-        return importlib.util.find_spec(name) is not None
-    except (ImportError, ValueError):
+        spec = importlib.util.find_spec(top)
+    except Exception:
         return False
+    if spec is None or not rest:
+        return spec is not None
+    folders = list(spec.submodule_search_locations or [])
+    parts = rest.split(".")
+    for i, part in enumerate(parts):
+        last = i == len(parts) - 1
+        found = [os.path.join(f, part) for f in folders if os.path.isdir(os.path.join(f, part))]
+        if last and (found or any(os.path.isfile(os.path.join(f, part + ".py")) for f in folders)):
+            return True
+        if not found:
+            return False
+        folders = found
+    return False
 def children(package):
     try:
         spec = importlib.util.find_spec(package)
