@@ -138,7 +138,10 @@ def prove_row(
             result.failed = f"imports: {probe['summary'] if probe else _last_error(err)}"
             return result
         gpu = [m["module"] for m in probe["modules"] if m["outcome"] == "gpu"]
+        absent = [m["module"] for m in probe["modules"] if m["outcome"] == "absent"]
         detail = {"modules": len(probe["modules"]), "need_a_gpu": gpu, "seconds": probe["seconds"]}
+        if absent:  # modules of the packages left out above, each named
+            detail["left_out"] = absent
         result.steps["imports"] = Evidence(date=today(), tool=tool, detail=detail)
     finally:
         shutil.rmtree(prefix, ignore_errors=True)
