@@ -80,3 +80,30 @@ def test_uv_errors_become_one_line() -> None:
         "         Expected:\n           sha256:5bfd\n"
     )
     assert uv_error(stderr) == "Failed to download `torch==0.0.1+tiny`: Hash mismatch for `torch==0.0.1+tiny`"
+
+
+def test_a_megatron_lock_names_each_package_built_against_torch_and_install_asks_the_same() -> None:
+    fields = {
+        **FIELDS,
+        "flash-attn": "build 2.8.3",
+        "torch-extensions": "transformer-engine-torch=build 2.16.1, apex=without 0.1",
+    }
+    text = render(fields, BODY)
+    assert "# torch-extensions: transformer-engine-torch=build 2.16.1, apex=without 0.1\n" in text
+    lock = parse(text, Path("verl.lock"))
+    assert lock.extension_modes() == {
+        "flash-attn": "build",
+        "transformer-engine-torch": "build",
+        "apex": "without",
+    }
+    asked = {"flash-attn": "build", "transformer-engine-torch": "build"}
+    assert lock.requests(asked) == {**asked, "apex": "without"}
+    with pytest.raises(InstallError, match="--build transformer-engine-torch"):
+        lock.requests({"flash-attn": "build"})
+
+
+def test_a_lock_without_the_optional_header_reads_as_before() -> None:
+    lock = parse(render(FIELDS, BODY), Path("verl.lock"))
+    assert "torch-extensions" not in render(FIELDS, BODY)
+    assert lock.extension_modes() == {"flash-attn": "none"}
+    assert lock.requests({}) == {"flash-attn": "without"}
