@@ -10,8 +10,9 @@ from pathlib import Path
 from typing import Any
 
 from verl_setup import __version__
-from verl_setup.errors import VerlSetupError
+from verl_setup.errors import BadInputError, NoCompatibleRowError, VerlSetupError
 from verl_setup.output import envelope
+from verl_setup.util.bounded import one_line
 from verl_setup.util.vocab import CHECK_IDS, ENGINE_NAMES, POLICIES, RENDER_TARGETS
 
 
@@ -341,6 +342,8 @@ def _run_docker_build(args: argparse.Namespace) -> int:
     return docker.run(args, os.environ, sys.stdout)
 
 
+BAD_INPUT = (BadInputError, NoCompatibleRowError)
+
 # One line per subcommand, in --help order.
 SUBCOMMANDS = {
     "detect": _add_detect,
@@ -369,7 +372,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return main_inner(argv)
     except VerlSetupError as exc:
-        sys.stderr.write(f"verl-setup: error: {exc}\n")
+        # A bad value is echoed escaped and cut, so the error stays one line (a build failure's
+        # log tail is meant to span lines).
+        text = one_line(str(exc), limit=4000) if isinstance(exc, BAD_INPUT) else str(exc)
+        sys.stderr.write(f"verl-setup: error: {text}\n")
         return exc.exit_code
     except KeyboardInterrupt:
         sys.stderr.write("verl-setup: interrupted\n")
@@ -380,6 +386,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if os.environ.get("VERL_SETUP_DEBUG"):
             raise
         sys.stderr.write(
-            f"verl-setup: unexpected error: {type(exc).__name__}: {exc} (VERL_SETUP_DEBUG=1 shows more)\n"
+            f"verl-setup: unexpected error: {type(exc).__name__}: {one_line(str(exc))} "
+            "(VERL_SETUP_DEBUG=1 shows more)\n"
         )
         return 1

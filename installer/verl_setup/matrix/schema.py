@@ -211,14 +211,6 @@ class Architecture:
 
 
 @dataclass(frozen=True, kw_only=True)
-class GpuPattern:
-    """A GPU product-name pattern and its compute capability."""
-
-    pattern: str
-    compute_capability: str
-
-
-@dataclass(frozen=True, kw_only=True)
 class CudaFile:
     """matrices/cuda.yaml."""
 
@@ -227,7 +219,7 @@ class CudaFile:
     families: dict[str, DriverFloor]
     toolkits: dict[str, DriverFloor]
     architectures: dict[str, Architecture]
-    gpus: tuple[GpuPattern, ...]
+    windows_families: dict[str, DriverFloor] = field(default_factory=dict)  # WSL: the Windows driver
 
 
 def _plain(value: Any) -> Any:
