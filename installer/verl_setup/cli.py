@@ -16,6 +16,17 @@ from verl_setup.util.bounded import one_line
 from verl_setup.util.vocab import CHECK_IDS, ENGINE_NAMES, POLICIES, RENDER_TARGETS
 
 
+def _whole(what: str, maximum: int) -> Any:
+    """An argparse type for a count or port: ASCII digits, bounded; a bad one is one error line."""
+
+    def parse(text: str) -> int:
+        from verl_setup.util.versions import parse_count  # noqa: PLC0415  # keep start-up lean
+
+        return parse_count(text, what, maximum)
+
+    return parse
+
+
 def add_plan_flags(p: argparse.ArgumentParser) -> None:
     """The flags that describe the target machine; every command that plans takes them."""
     g = p.add_argument_group("target machine (flag > VERL_SETUP_* env > --host file > detection)")
@@ -23,7 +34,7 @@ def add_plan_flags(p: argparse.ArgumentParser) -> None:
     g.add_argument("--driver", metavar="VERSION", help="NVIDIA driver, e.g. 535.129.03")
     g.add_argument("--gpu", action="append", default=[], metavar="NAME", help="GPU model (repeatable)")
     g.add_argument("--sm", metavar="X.Y", help="compute capability of the GPUs")
-    g.add_argument("--gpu-count", type=int, metavar="N", help="GPUs per node")
+    g.add_argument("--gpu-count", type=_whole("GPU count", 4096), metavar="N", help="GPUs per node")
     g.add_argument("--no-gpu", action="store_true", help="plan for a machine without an NVIDIA GPU")
     g.add_argument("--python", metavar="X.Y[.Z]", help="Python to install")
     g.add_argument("--verl", metavar="PREFIX", help="verl version prefix, e.g. 0.7")
@@ -209,10 +220,16 @@ def _add_artifact_flags(p: argparse.ArgumentParser) -> None:
     g.add_argument("--iface", metavar="NAME", help="network interface for NCCL and Gloo")
     g.add_argument("--image", metavar="IMG", help="container image for KubeRay")
     g.add_argument("--job", metavar="CMD", help="entrypoint of a KubeRay RayJob")
-    g.add_argument("--nodes", type=int, default=1, metavar="N", help="nodes for Slurm/KubeRay (default 1)")
+    g.add_argument(
+        "--nodes",
+        type=_whole("node count", 100_000),
+        default=1,
+        metavar="N",
+        help="nodes for Slurm/KubeRay (default 1)",
+    )
     g.add_argument("--head-ip", default="127.0.0.1", metavar="ADDR", help="Ray head address")
-    g.add_argument("--ray-port", type=int, default=6379, metavar="PORT")
-    g.add_argument("--dashboard-port", type=int, default=8265, metavar="PORT")
+    g.add_argument("--ray-port", type=_whole("port", 65535), default=6379, metavar="PORT")
+    g.add_argument("--dashboard-port", type=_whole("port", 65535), default=8265, metavar="PORT")
     g.add_argument("--venv", default=".venv", metavar="PATH", help="venv path in setup-venv.sh")
     g.add_argument("--namespace", default="default", metavar="NS", help="Kubernetes namespace")
     add_recipe_flags(p)
