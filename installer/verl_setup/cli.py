@@ -7,7 +7,7 @@ import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 from verl_setup import __version__
 from verl_setup.errors import BadInputError, NoCompatibleRowError, VerlSetupError
@@ -185,9 +185,16 @@ def _run_matrix_validate(args: argparse.Namespace) -> int:
     return 2 if problems else 0
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse with a usage error as one line (the value escaped), like every other bad input."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: error: {one_line(message)} (see --help)\n")
+
+
 def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     """The whole command line; with `command`, only that subcommand's parser (a faster start)."""
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="verl-setup",
         description="Detect a GPU host, select an evidence-backed verl stack, install it with uv.",
     )
