@@ -228,3 +228,17 @@ def test_host_file_errors_name_the_file_once_and_on_one_line(tmp_path: Path) -> 
     with pytest.raises(BadInputError) as caught:
         load_host_file(host)
     assert "\n" not in str(caught.value)
+
+
+# -- found by `make fuzz` --------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("glibc", ["²", "2.3²", "9" * 5000, "2.35\n"])
+def test_unicode_or_huge_glibc_from_the_environment(glibc: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    # VERL_SETUP_GLIBC="²" reached select's int() and crashed with exit 1.
+    monkeypatch.setenv("VERL_SETUP_GLIBC", glibc)
+    result = run_cli("plan", *DRIVER, "--sm", "9.0")
+    if glibc == "2.35\n":
+        assert result.code == 0  # trailing newline of `ldd --version | ...` is not an error
+    else:
+        assert "bad glibc version" in one_line_error(result)

@@ -20,6 +20,7 @@ from verl_setup.util.vocab import ENGINE_NAMES, POLICIES, Policy
 V = TypeVar("V")
 ENGINES = ENGINE_NAMES
 MAX_GPUS = 4096  # GPUs on one node; far more than any machine has
+_GLIBC = re.compile(r"[0-9]{1,3}\.[0-9]{1,3}(?:\.[0-9]{1,3})?")
 _VERL_PREFIX = re.compile(r"[0-9]{1,4}(?:\.[0-9]{1,4}){0,3}")  # ASCII digits: "²".isdigit() is True
 
 
@@ -177,7 +178,7 @@ def build_target(
         gpus=gpus,
         gpu_count=gpu_count,
         python=python,
-        glibc=_os_fact(env, "VERL_SETUP_GLIBC", host.os.glibc if host else None, host_source),
+        glibc=_glibc(_os_fact(env, "VERL_SETUP_GLIBC", host.os.glibc if host else None, host_source)),
         arch=_os_fact(env, "VERL_SETUP_ARCH", host.os.arch if host else None, host_source),
         verl=Fact(verl_text, verl_source or "not requested"),
         engine=Fact(engine_text, engine_source or "not requested"),
@@ -212,6 +213,17 @@ def _os_fact(env: Mapping[str, str], name: str, value: str | None, host_source: 
     if value is None:
         return Fact(None, "not given (use --host FILE or " + name + ")")
     return Fact(value, f"{host_source} (uname, confstr)")
+
+
+def _glibc(fact: Fact[str | None]) -> Fact[str | None]:
+    """glibc is compared as numbers: only ASCII digits, a few of them ("2.35", "2.17.1")."""
+    if fact.value is None:
+        return fact
+    if not _GLIBC.fullmatch(fact.value.strip()):
+        raise BadInputError(
+            f"bad glibc version {shown(fact.value)} ({fact.source}): expected a form like 2.35"
+        )
+    return Fact(fact.value.strip(), fact.source)
 
 
 def _host_driver_fact(host: HostFacts, host_source: str, rules: CudaRules) -> Fact[DriverVersion | None]:
