@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from verl_setup.host.facts import Gpu, GpuProcess, NvidiaDriver
+from verl_setup.util.bounded import BoundError, read_capped
 from verl_setup.util.runner import ProgramError, run
 
 SMI_TIMEOUT = 5.0
@@ -76,9 +77,9 @@ def _sysfs_word(path: Path) -> str:
 
 
 def _first_version(path: Path, pattern: re.Pattern[str]) -> str | None:
-    try:
-        text = path.read_text(encoding="utf-8", errors="replace")
-    except OSError:
+    try:  # a few hundred bytes on a real host; capped, and never a FIFO
+        text = read_capped(path, 64 * 1024, "driver version file").decode("utf-8", errors="replace")
+    except BoundError:
         return None
     m = pattern.search(text)
     return m[1] if m else None
