@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: run test lint golden bench prove clean
+.PHONY: run test lint golden bench prove fuzz clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -21,6 +21,14 @@ run: $(STAMP)
 test: $(STAMP)
 	$(BIN)/python -m pytest -n 4 -m "not serial"
 	$(BIN)/python -m pytest -m serial
+
+# Hypothesis over every parser and CLI boundary (tests/unit/test_fuzz.py): FUZZ_EXAMPLES random
+# inputs per target (7 targets), each a crash, a hang (> 5 s) or a multi-line error if it fails.
+# `make test` runs the same file as a small fixed-seed slice.
+FUZZ_EXAMPLES ?= 2000
+fuzz: $(STAMP)
+	VERL_SETUP_FUZZ_PROFILE=fuzz VERL_SETUP_FUZZ_EXAMPLES=$(FUZZ_EXAMPLES) \
+	  $(BIN)/python -m pytest tests/unit/test_fuzz.py -q -p no:cacheprovider --hypothesis-show-statistics
 
 lint: $(STAMP)
 	$(BIN)/ruff check installer tests bench

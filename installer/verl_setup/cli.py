@@ -7,12 +7,24 @@ import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 from verl_setup import __version__
-from verl_setup.errors import VerlSetupError
+from verl_setup.errors import BadInputError, NoCompatibleRowError, VerlSetupError
 from verl_setup.output import envelope
+from verl_setup.util.bounded import one_line
 from verl_setup.util.vocab import BACKEND_NAMES, CHECK_IDS, ENGINE_NAMES, POLICIES, RENDER_TARGETS
+
+
+def _whole(what: str, maximum: int) -> Any:
+    """An argparse type for a count or port: ASCII digits, bounded; a bad one is one error line."""
+
+    def parse(text: str) -> int:
+        from verl_setup.util.versions import parse_count  # noqa: PLC0415  # keep start-up lean
+
+        return parse_count(text, what, maximum)
+
+    return parse
 
 
 def add_plan_flags(p: argparse.ArgumentParser) -> None:
@@ -22,7 +34,7 @@ def add_plan_flags(p: argparse.ArgumentParser) -> None:
     g.add_argument("--driver", metavar="VERSION", help="NVIDIA driver, e.g. 535.129.03")
     g.add_argument("--gpu", action="append", default=[], metavar="NAME", help="GPU model (repeatable)")
     g.add_argument("--sm", metavar="X.Y", help="compute capability of the GPUs")
-    g.add_argument("--gpu-count", type=int, metavar="N", help="GPUs per node")
+    g.add_argument("--gpu-count", type=_whole("GPU count", 4096), metavar="N", help="GPUs per node")
     g.add_argument("--no-gpu", action="store_true", help="plan for a machine without an NVIDIA GPU")
     g.add_argument("--arch", metavar="ARCH", help="CPU architecture of the target: x86_64 or aarch64")
     g.add_argument("--glibc", metavar="X.Y", help="glibc of the target, e.g. 2.35")
@@ -184,9 +196,16 @@ def _run_matrix_validate(args: argparse.Namespace) -> int:
     return 2 if problems else 0
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse with a usage error as one line (the value escaped), like every other bad input."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: error: {one_line(message)} (see --help)\n")
+
+
 def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     """The whole command line; with `command`, only that subcommand's parser (a faster start)."""
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="verl-setup",
         description="Detect a GPU host, select an evidence-backed verl stack, install it with uv.",
     )
@@ -219,10 +238,16 @@ def _add_artifact_flags(p: argparse.ArgumentParser) -> None:
     g.add_argument("--iface", metavar="NAME", help="network interface for NCCL and Gloo")
     g.add_argument("--image", metavar="IMG", help="container image for KubeRay")
     g.add_argument("--job", metavar="CMD", help="entrypoint of a KubeRay RayJob")
-    g.add_argument("--nodes", type=int, default=1, metavar="N", help="nodes for Slurm/KubeRay (default 1)")
+    g.add_argument(
+        "--nodes",
+        type=_whole("node count", 100_000),
+        default=1,
+        metavar="N",
+        help="nodes for Slurm/KubeRay (default 1)",
+    )
     g.add_argument("--head-ip", default="127.0.0.1", metavar="ADDR", help="Ray head address")
-    g.add_argument("--ray-port", type=int, default=6379, metavar="PORT")
-    g.add_argument("--dashboard-port", type=int, default=8265, metavar="PORT")
+    g.add_argument("--ray-port", type=_whole("port", 65535), default=6379, metavar="PORT")
+    g.add_argument("--dashboard-port", type=_whole("port", 65535), default=8265, metavar="PORT")
     g.add_argument("--venv", default=".venv", metavar="PATH", help="venv path in setup-venv.sh")
     g.add_argument("--namespace", default="default", metavar="NS", help="Kubernetes namespace")
     add_recipe_flags(p)
@@ -352,6 +377,8 @@ def _run_docker_build(args: argparse.Namespace) -> int:
     return docker.run(args, os.environ, sys.stdout)
 
 
+BAD_INPUT = (BadInputError, NoCompatibleRowError)
+
 # One line per subcommand, in --help order.
 SUBCOMMANDS = {
     "detect": _add_detect,
@@ -380,7 +407,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return main_inner(argv)
     except VerlSetupError as exc:
-        sys.stderr.write(f"verl-setup: error: {exc}\n")
+        # A bad value is echoed escaped and cut, so the error stays one line (a build failure's
+        # log tail is meant to span lines).
+        text = one_line(str(exc), limit=4000) if isinstance(exc, BAD_INPUT) else str(exc)
+        sys.stderr.write(f"verl-setup: error: {text}\n")
         return exc.exit_code
     except KeyboardInterrupt:
         sys.stderr.write("verl-setup: interrupted\n")
@@ -391,6 +421,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if os.environ.get("VERL_SETUP_DEBUG"):
             raise
         sys.stderr.write(
-            f"verl-setup: unexpected error: {type(exc).__name__}: {exc} (VERL_SETUP_DEBUG=1 shows more)\n"
+            f"verl-setup: unexpected error: {type(exc).__name__}: {one_line(str(exc))} "
+            "(VERL_SETUP_DEBUG=1 shows more)\n"
         )
         return 1

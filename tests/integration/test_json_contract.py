@@ -25,7 +25,8 @@ def as_json(*argv: str, code: int = 0, env: dict[str, str] | None = None) -> dic
 
 def test_detect() -> None:
     data = as_json("detect", "--json")
-    assert {"os", "pythons", "nvidia", "gpus", "cuda_toolkits", "tools", "env"} <= set(data)
+    assert {"os", "pythons", "nvidia", "gpus", "cuda_toolkits", "tools", "env", "host_kind"} <= set(data)
+    assert data["host_kind"]["kind"] in ("linux", "wsl", "jetson")
 
 
 def test_plan() -> None:

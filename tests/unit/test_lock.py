@@ -9,6 +9,7 @@ import pytest
 from verl_setup.environment.lock import parse, render
 from verl_setup.environment.uv import uv_error
 from verl_setup.errors import BadInputError, InstallError
+from verl_setup.plan.recipe import Choice
 
 FIELDS = {
     "row": "cpu",
@@ -96,7 +97,7 @@ def test_a_megatron_lock_names_each_package_built_against_torch_and_install_asks
         "transformer-engine-torch": "build",
         "apex": "without",
     }
-    asked = {"flash-attn": "build", "transformer-engine-torch": "build"}
+    asked: dict[str, Choice] = {"flash-attn": "build", "transformer-engine-torch": "build"}
     assert lock.requests(asked) == {**asked, "apex": "without"}
     with pytest.raises(InstallError, match="--build transformer-engine-torch"):
         lock.requests({"flash-attn": "build"})

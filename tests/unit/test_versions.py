@@ -32,7 +32,7 @@ def test_strange_driver_strings_are_rejected_with_the_value_named(text: str) -> 
 def test_driver_order_is_numeric_not_textual() -> None:
     assert DriverVersion.parse("535.54.03") < DriverVersion.parse("535.129.03")
     assert DriverVersion.parse("570.26") < DriverVersion.parse("570.26.01")
-    assert DriverVersion.parse("99.0") < DriverVersion.parse("100.0")
+    assert DriverVersion.parse("999.0") < DriverVersion.parse("1000.0")
 
 
 def test_python_and_minor_versions() -> None:

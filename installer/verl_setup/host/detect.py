@@ -4,12 +4,17 @@ from __future__ import annotations
 
 import os
 import shutil
-from concurrent.futures import ThreadPoolExecutor
+import time
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import replace
 from pathlib import Path
+from typing import TypeVar
 
 from verl_setup.host import nvidia, pythons, system
 from verl_setup.host.facts import Gpu, HostFacts, NvidiaDriver
+from verl_setup.host.kind import host_kind
 
+T = TypeVar("T")
 TOOLS = ("uv", "docker", "nvcc", "nvidia-smi", "ray")
 
 
@@ -34,37 +39,57 @@ def detect(root: Path = Path("/"), env: dict[str, str] | None = None) -> HostFac
         tools=tools,
         env=system.relevant_env(env),
         notes=notes,
+        host_kind=host_kind(root),
     )
 
 
 def _nvidia(root: Path, path_env: str) -> tuple[NvidiaDriver | None, tuple[Gpu, ...], tuple[str, ...]]:
-    """Driver and GPUs by source precedence; NVML only runs when a kernel driver is loaded."""
+    """Driver and GPUs by source precedence; NVML only runs when a kernel driver is loaded.
+
+    Every probe that can hang starts at once under one deadline, so a wedged driver costs one
+    timeout, not one per probe; the best answer that came back is used.
+    """
     notes: list[str] = []
     sysfs = nvidia.read_sysfs_version(root)
     procfs = nvidia.read_procfs_version(root)
-    reading, source = None, ""
-    if sysfs or procfs:
-        reading, source = nvidia.probe_nvml(), "nvml"
-        if reading is None:
-            notes.append("NVML unavailable or failed; asked nvidia-smi instead")
     smi = shutil.which("nvidia-smi", path=path_env)
-    if reading is None and smi:
-        with ThreadPoolExecutor(max_workers=2) as pool:
-            xml_job = pool.submit(nvidia.probe_smi_xml, smi)
-            csv_reading = nvidia.probe_smi_query(smi)
-            xml_reading = xml_job.result()
-        if xml_reading is not None:
-            reading = nvidia.merge_compute_capability(xml_reading, csv_reading)
-            source = "nvidia-smi -q -x"
-        elif csv_reading is not None:
-            reading, source = csv_reading, "nvidia-smi --query-gpu"
-        else:
-            notes.append("nvidia-smi gave no readable answer (missing, failed or timed out)")
-            banner_driver, banner_cuda = nvidia.probe_smi_banner(smi)
-            if banner_driver or banner_cuda:
-                reading = nvidia.SmiReading(driver=banner_driver, cuda=banner_cuda, gpus=())
-                source = "nvidia-smi banner"
+    deadline = time.monotonic() + nvidia.SMI_TIMEOUT
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        nvml_job = pool.submit(nvidia.probe_nvml, nvidia.SMI_TIMEOUT) if sysfs or procfs else None
+        xml_job = csv_job = banner_job = None
+        if smi:
+            xml_job = pool.submit(nvidia.probe_smi_xml, smi, deadline)
+            csv_job = pool.submit(nvidia.probe_smi_query, smi, deadline)
+            banner_job = pool.submit(nvidia.probe_smi_banner, smi, deadline)
+        reading = _result(nvml_job)
+        xml_reading, csv_reading = _result(xml_job), _result(csv_job)
+        banner = _result(banner_job) or (None, None)
+    source = "nvml" if reading is not None else ""
+    if nvml_job is not None and reading is None:
+        notes.append("NVML unavailable or failed; asked nvidia-smi instead")
+    if reading is None and xml_reading is not None:
+        reading = nvidia.merge_compute_capability(xml_reading, csv_reading)
+        source = "nvidia-smi -q -x"
+    elif reading is None and csv_reading is not None:
+        reading, source = csv_reading, "nvidia-smi --query-gpu"
+    elif reading is None and smi:
+        notes.append("nvidia-smi gave no readable answer (missing, failed or timed out)")
+        if banner[0] or banner[1]:
+            reading = nvidia.SmiReading(driver=banner[0], cuda=banner[1], gpus=())
+            source = "nvidia-smi banner"
     if (sysfs or procfs) and smi is None and reading is None:
         notes.append("an NVIDIA kernel driver is loaded but neither NVML nor nvidia-smi answered")
+    gpus = _with_pci_ids(reading.gpus if reading else (), nvidia.read_sysfs_pci_devices(root))
     driver = nvidia.driver_fact(sysfs, procfs, reading, source)
-    return driver, (reading.gpus if reading else ()), tuple(notes)
+    return driver, gpus, tuple(notes)
+
+
+def _result(job: Future[T] | None) -> T | None:
+    return None if job is None else job.result()
+
+
+def _with_pci_ids(gpus: tuple[Gpu, ...], sysfs_ids: tuple[str, ...]) -> tuple[Gpu, ...]:
+    """Give GPUs without a PCI device id the one sysfs lists, when every NVIDIA GPU there is one chip."""
+    if len(set(sysfs_ids)) != 1:
+        return gpus
+    return tuple(g if g.pci_device_id else replace(g, pci_device_id=sysfs_ids[0]) for g in gpus)

@@ -9,7 +9,9 @@ from pathlib import Path
 from typing import Literal
 
 from verl_setup.errors import BadInputError
+from verl_setup.util.bounded import MAX_DEPTH, BoundError, depth, one_line, read_capped
 from verl_setup.util.databuild import Builder
+from verl_setup.util.vocab import HostKindName
 
 SCHEMA = 1
 
@@ -79,6 +81,9 @@ class Gpu:
     memory_total_mib: int | None
     memory_free_mib: int | None
     processes: tuple[GpuProcess, ...] = ()
+    # PCI device id (four hex digits, vendor 0x10de): names the chip, so the compute
+    # capability does not hang on a product-name pattern (matrices/gpus.yaml).
+    pci_device_id: str | None = None
     source: str
 
 
@@ -102,6 +107,20 @@ class Tool:
 
 
 @dataclass(frozen=True, kw_only=True)
+class HostKind:
+    """What sort of NVIDIA host this is: its driver numbers mean different things on each.
+
+    linux: a discrete GPU under the Linux driver. wsl: the Windows driver seen through WSL 2
+    (its version is compared with NVIDIA's Windows table). jetson: an integrated GPU under L4T,
+    whose release number is no discrete-GPU driver at all.
+    """
+
+    kind: HostKindName
+    evidence: str
+    release: str | None = None  # Jetson: the L4T release (35.3.1)
+
+
+@dataclass(frozen=True, kw_only=True)
 class HostFacts:
     """Everything detection found. No GPU is valid data: nvidia None, gpus ()."""
 
@@ -115,6 +134,7 @@ class HostFacts:
     tools: tuple[Tool, ...]
     env: dict[str, str] = field(default_factory=dict)
     notes: tuple[str, ...] = ()
+    host_kind: HostKind = field(default_factory=lambda: HostKind(kind="linux", evidence="default"))
     # The training backend the node is for: detection cannot see it, a saved host file may say it.
     backend: str | None = None
 
@@ -123,23 +143,36 @@ class HostFacts:
         return json.dumps(dataclasses.asdict(self), indent=2, sort_keys=False) + "\n"
 
 
+MAX_HOST_FILE = 4 * 2**20  # a `detect --json` is a few KB
+
+
 def load_host_file(path: Path) -> HostFacts:
-    """Read a saved `detect --json`; BadInputError names the file and the bad key."""
+    """Read a saved `detect --json`; BadInputError names the file and the bad key.
+
+    Bounded before it is parsed: a regular file (a FIFO would hang, /dev/zero fill memory) of at
+    most MAX_HOST_FILE bytes, nested at most MAX_DEPTH deep, numbers within int()'s limit."""
+    shown = repr(one_line(str(path)))
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise BadInputError(f"cannot read host file {str(path)!r}: {exc.strerror}") from exc
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise BadInputError(f"host file {str(path)!r} is not JSON: {exc}") from exc
+        raw = read_capped(path, MAX_HOST_FILE, "host file")
+    except BoundError as exc:
+        raise BadInputError(str(exc)) from exc
+    try:
+        data = json.loads(raw.decode("utf-8"))
+    except (ValueError, UnicodeDecodeError) as exc:  # JSONDecodeError, or a 5000-digit number
+        raise BadInputError(f"host file {shown} is not JSON we can use: {one_line(str(exc))}") from exc
+    except RecursionError as exc:
+        raise BadInputError(f"host file {shown} is nested too deeply") from exc
+    if depth(data) > MAX_DEPTH:
+        raise BadInputError(f"host file {shown} is nested deeper than {MAX_DEPTH} levels")
     if not isinstance(data, dict):
-        raise BadInputError(f"host file {str(path)!r}: expected a JSON object")
+        raise BadInputError(f"host file {shown}: expected a JSON object")
     if data.get("schema") != SCHEMA:
         raise BadInputError(
-            f"host file {str(path)!r}: schema {data.get('schema')!r} is not {SCHEMA} "
+            f"host file {shown}: schema {one_line(repr(data.get('schema')))} is not {SCHEMA} "
             "(make it with `verl-setup detect --json`)"
         )
     builder = Builder(str(path))
     facts = builder.build(HostFacts, data, "", 0)
     if facts is None:
-        raise BadInputError(f"host file {builder.problems[0]}")
+        raise BadInputError(f"host file {one_line(builder.problems[0])}")
     return facts

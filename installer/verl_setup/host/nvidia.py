@@ -11,19 +11,23 @@ import io
 import json
 import re
 import sys
+import time
 import xml.etree.ElementTree as ET
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from verl_setup.host.facts import Gpu, GpuProcess, NvidiaDriver
+from verl_setup.util.bounded import BoundError, read_capped
 from verl_setup.util.runner import ProgramError, run
 
 SMI_TIMEOUT = 5.0
 NVML_TIMEOUT = 8.0
+MAX_PCI_DEVICES = 1024
+MAX_OUTPUT = 16 * 2**20  # characters of nvidia-smi output we parse (8 GPUs with processes: ~0.5 MB)
 QUERY_FIELDS = "index,name,uuid,driver_version,memory.total,memory.free,compute_cap"
 
-_VERSION = r"(\d{2,4}\.\d{1,3}(?:\.\d{1,3})?)"
+_VERSION = r"([0-9]{3,4}\.[0-9]{1,3}(?:\.[0-9]{1,3})?)"
 _PROCFS_RE = re.compile(r"Kernel Module(?:\s+for\s+\S+)?\s+" + _VERSION)
 # nvidia-smi's banner said "Driver Version:" / "CUDA Version:" up to R5xx; from R610 it says
 # "KMD Version:" / "CUDA UMD Version:" (sgl-project/sglang#27487, vast-ai/base-image#244).
@@ -50,10 +54,32 @@ def read_procfs_version(root: Path) -> str | None:
     return _first_version(root / "proc/driver/nvidia/version", _PROCFS_RE)
 
 
-def _first_version(path: Path, pattern: re.Pattern[str]) -> str | None:
+def read_sysfs_pci_devices(root: Path) -> tuple[str, ...]:
+    """Device ids of the NVIDIA display and 3D controllers (class 0x0300/0x0302) in sysfs."""
+    found = []
     try:
-        text = path.read_text(encoding="utf-8", errors="replace")
+        entries = sorted((root / "sys/bus/pci/devices").iterdir())[:MAX_PCI_DEVICES]
     except OSError:
+        return ()
+    for entry in entries:
+        vendor, klass, device = (_sysfs_word(entry / name) for name in ("vendor", "class", "device"))
+        if vendor == "0x10de" and klass[:6] in {"0x0300", "0x0302"} and (pci := pci_device_id(device)):
+            found.append(pci)
+    return tuple(found)
+
+
+def _sysfs_word(path: Path) -> str:
+    try:
+        with path.open("rb") as handle:  # sysfs attributes are tiny; read no more than a line
+            return handle.read(64).decode("ascii", errors="replace").strip().lower()
+    except OSError:
+        return ""
+
+
+def _first_version(path: Path, pattern: re.Pattern[str]) -> str | None:
+    try:  # a few hundred bytes on a real host; capped, and never a FIFO
+        text = read_capped(path, 64 * 1024, "driver version file").decode("utf-8", errors="replace")
+    except BoundError:
         return None
     m = pattern.search(text)
     return m[1] if m else None
@@ -69,8 +95,26 @@ def parse_banner(text: str) -> tuple[str | None, str | None]:
 def _mib(text: str | None) -> int | None:
     if text is None:
         return None
-    m = re.match(r"\s*(\d+)(?:\s*MiB)?\s*$", text)
+    m = re.fullmatch(r"\s*([0-9]{1,12})(?:\s*MiB)?\s*", text)  # ASCII digits, at most 1 EiB
     return int(m[1]) if m else None
+
+
+def _small_int(text: str | None) -> int | None:
+    """An index, minor number or pid: ASCII digits, at most 10 of them."""
+    m = re.fullmatch(r"\s*([0-9]{1,10})\s*", text or "")
+    return int(m[1]) if m else None
+
+
+def pci_device_id(text: str | None) -> str | None:
+    """The 16-bit device id of an NVIDIA function, as four lower-case hex digits.
+
+    nvidia-smi's XML writes device and vendor as one word, device first ("233010DE" is device
+    0x2330 of vendor 0x10DE); sysfs' `device` file holds just "0x2330".
+    """
+    word = (text or "").strip().lower().removeprefix("0x")
+    if re.fullmatch(r"[0-9a-f]{4}10de", word):
+        return word[:4]
+    return word if re.fullmatch(r"[0-9a-f]{4}", word) else None
 
 
 def _clean(text: str | None) -> str | None:
@@ -87,7 +131,12 @@ def _version_in(text: str | None, pattern: str) -> str | None:
 
 def parse_query_csv(text: str) -> SmiReading | None:
     """Parse `nvidia-smi --query-gpu=... --format=csv` (header required, units allowed)."""
-    rows = list(csv.reader(io.StringIO(text.strip()), skipinitialspace=True))
+    if len(text) > MAX_OUTPUT:
+        return None
+    try:
+        rows = list(csv.reader(io.StringIO(text.strip()), skipinitialspace=True))
+    except csv.Error:  # a field over csv's 128 KiB limit, a NUL byte: not nvidia-smi's output
+        return None
     if len(rows) < 2:
         return None
     header = [re.sub(r"\s*\[.*\]$", "", h.strip()) for h in rows[0]]
@@ -99,13 +148,13 @@ def parse_query_csv(text: str) -> SmiReading | None:
         if len(row) != len(header):
             return None
         cell = {h: _clean(v) for h, v in zip(header, row, strict=True)}
-        index = cell.get("index")
+        index = _small_int(cell.get("index"))
         driver = _version_in(cell.get("kmd_version") or cell.get("driver_version"), _VERSION)
         if driver:
             drivers.add(driver)
         gpus.append(
             Gpu(
-                index=int(index) if index and index.isdigit() else number,
+                index=number if index is None else index,
                 name=cell["name"] or "unknown",
                 uuid=cell.get("uuid"),
                 compute_capability=cell.get("compute_cap"),
@@ -119,9 +168,12 @@ def parse_query_csv(text: str) -> SmiReading | None:
 
 def parse_smi_xml(text: str) -> SmiReading | None:
     """Parse `nvidia-smi -q -x`: driver, CUDA, every <gpu> with memory and processes."""
+    if len(text) > MAX_OUTPUT:
+        return None
     try:
-        root = ET.fromstring(text)  # noqa: S314  # output of the local nvidia-smi, not the network
-    except ET.ParseError:
+        # The local nvidia-smi's output, not the network's; expat >= 2.4 refuses entity bombs.
+        root = ET.fromstring(text)  # noqa: S314
+    except (ET.ParseError, ValueError, RecursionError):
         return None
     if root.tag != "nvidia_smi_log":
         return None
@@ -133,23 +185,24 @@ def parse_smi_xml(text: str) -> SmiReading | None:
     for number, node in enumerate(root.findall("gpu")):
         processes = tuple(
             GpuProcess(
-                pid=int(pid),
+                pid=pid,
                 name=(p.findtext("process_name") or "").strip(),
                 used_mib=_mib(p.findtext("used_memory")),
             )
             for p in node.findall("processes/process_info")
-            if (pid := (p.findtext("pid") or "").strip()).isdigit()
+            if (pid := _small_int(p.findtext("pid"))) is not None
         )
-        minor = (node.findtext("minor_number") or "").strip()
+        minor = _small_int(node.findtext("minor_number"))
         gpus.append(
             Gpu(
-                index=number if not minor.isdigit() else int(minor),
+                index=number if minor is None else minor,
                 name=(node.findtext("product_name") or "unknown").strip(),
                 uuid=_clean(node.findtext("uuid")),
                 compute_capability=_clean(node.findtext("compute_cap")),
                 memory_total_mib=_mib(node.findtext("fb_memory_usage/total")),
                 memory_free_mib=_mib(node.findtext("fb_memory_usage/free")),
                 processes=processes,
+                pci_device_id=pci_device_id(node.findtext("pci/pci_device_id")),
                 source="nvidia-smi -q -x",
             )
         )
@@ -166,7 +219,7 @@ def parse_nvml(data: dict[str, Any]) -> SmiReading | None:
                 index=int(g["index"]),
                 name=str(g["name"]),
                 uuid=g.get("uuid"),
-                compute_capability="{}.{}".format(*g["cuda_compute_capability"]),
+                compute_capability=_nvml_cc(g["cuda_compute_capability"]),
                 memory_total_mib=int(g["memory_total_bytes"]) // 2**20,
                 memory_free_mib=int(g["memory_free_bytes"]) // 2**20,
                 processes=tuple(
@@ -184,30 +237,41 @@ def parse_nvml(data: dict[str, Any]) -> SmiReading | None:
             for g in data["devices"]
         )
         return SmiReading(driver=str(data["driver_version"]), cuda=cuda, gpus=gpus)
-    except (KeyError, TypeError, ValueError):
+    except (KeyError, TypeError, ValueError, IndexError, AttributeError, OverflowError):
         return None
 
 
-def probe_nvml() -> SmiReading | None:
+def _nvml_cc(value: object) -> str | None:
+    """nvmlDeviceGetCudaComputeCapability gives (major, minor); anything else is no reading."""
+    if not isinstance(value, (list, tuple)) or len(value) != 2:
+        raise ValueError(f"compute capability {value!r} is not (major, minor)")
+    major, minor = value
+    if not all(isinstance(v, int) and 0 <= v < 1000 for v in (major, minor)):
+        raise ValueError(f"compute capability {value!r} is not two small integers")
+    return f"{major}.{minor}"
+
+
+def probe_nvml(timeout: float = NVML_TIMEOUT) -> SmiReading | None:
     """Ask NVML in a child process: a wedged driver can hang NVML, and a child can be killed."""
     try:
-        out = run([sys.executable, "-m", "verl_setup.host.nvml_child"], timeout=NVML_TIMEOUT)
+        out = run([sys.executable, "-m", "verl_setup.host.nvml_child"], timeout=timeout)
     except ProgramError:
         return None
     if out.returncode != 0:
         return None
     try:
-        data = json.loads(out.stdout)
-    except json.JSONDecodeError:
+        data = json.loads(out.stdout[:MAX_OUTPUT])
+    except (ValueError, RecursionError):  # JSONDecodeError, or a number beyond int()'s limit
         return None
     return parse_nvml(data) if isinstance(data, dict) else None
 
 
-def probe_smi_query(smi: str = "nvidia-smi") -> SmiReading | None:
+def probe_smi_query(smi: str = "nvidia-smi", deadline: float | None = None) -> SmiReading | None:
     """`nvidia-smi --query-gpu`, retried without compute_cap for drivers that predate it."""
+    deadline = time.monotonic() + SMI_TIMEOUT if deadline is None else deadline
     for fields in (QUERY_FIELDS, QUERY_FIELDS.replace(",compute_cap", "")):
         try:
-            out = run([smi, f"--query-gpu={fields}", "--format=csv"], timeout=SMI_TIMEOUT)
+            out = run([smi, f"--query-gpu={fields}", "--format=csv"], timeout=_left(deadline))
         except ProgramError:
             return None
         if out.returncode == 0:
@@ -215,22 +279,33 @@ def probe_smi_query(smi: str = "nvidia-smi") -> SmiReading | None:
     return None
 
 
-def probe_smi_xml(smi: str = "nvidia-smi") -> SmiReading | None:
-    """`nvidia-smi -q -x`: the only smi surface that lists processes per GPU."""
+def probe_smi_xml(smi: str = "nvidia-smi", deadline: float | None = None) -> SmiReading | None:
+    """`nvidia-smi -q -x`: the only smi surface that lists processes per GPU.
+
+    A degraded nvidia-smi (one GPU fallen off the bus, a failing NVML call) can exit non-zero
+    and still print the whole document: use it whenever it parses, as rattler does.
+    """
+    deadline = time.monotonic() + SMI_TIMEOUT if deadline is None else deadline
     try:
-        out = run([smi, "-q", "-x"], timeout=SMI_TIMEOUT)
+        out = run([smi, "-q", "-x"], timeout=_left(deadline))
     except ProgramError:
         return None
-    return parse_smi_xml(out.stdout) if out.returncode == 0 else None
+    return parse_smi_xml(out.stdout)
 
 
-def probe_smi_banner(smi: str = "nvidia-smi") -> tuple[str | None, str | None]:
+def probe_smi_banner(smi: str = "nvidia-smi", deadline: float | None = None) -> tuple[str | None, str | None]:
     """Last resort: the plain table's banner."""
+    deadline = time.monotonic() + SMI_TIMEOUT if deadline is None else deadline
     try:
-        out = run([smi], timeout=SMI_TIMEOUT)
+        out = run([smi], timeout=_left(deadline))
     except ProgramError:
         return (None, None)
-    return parse_banner(out.stdout) if out.returncode == 0 else (None, None)
+    return parse_banner(out.stdout[:MAX_OUTPUT]) if out.returncode == 0 else (None, None)
+
+
+def _left(deadline: float) -> float:
+    """Seconds until the shared deadline (a little, never zero: run() needs a positive timeout)."""
+    return max(0.05, deadline - time.monotonic())
 
 
 def merge_compute_capability(primary: SmiReading, secondary: SmiReading | None) -> SmiReading:

@@ -1,4 +1,4 @@
-"""CUDA rules from matrices/cuda.yaml: which driver runs which CUDA, and GPU names to SM."""
+"""CUDA rules from matrices/cuda.yaml: which driver runs which CUDA; GPU identity from gpus.yaml."""
 
 from __future__ import annotations
 
@@ -6,6 +6,7 @@ import re
 from dataclasses import dataclass
 from functools import cached_property
 
+from verl_setup.matrix.gpus import load_gpu_table
 from verl_setup.matrix.schema import Architecture, CudaFile
 from verl_setup.util.versions import DriverVersion, parse_minor
 
@@ -32,25 +33,26 @@ class CudaRules:
         fitting = [c for c, t in self.facts.toolkits.items() if DriverVersion.parse(t.min_driver) <= driver]
         return max(fitting, key=lambda c: parse_minor(c, "CUDA version"), default=None)
 
-    @cached_property
-    def _patterns(self) -> list[tuple[re.Pattern[str], str]]:
-        return [
-            (re.compile(rf"(?<![\w-]){g.pattern}(?![\w])", re.IGNORECASE), g.compute_capability)
-            for g in self.facts.gpus
-        ]
+    def windows_equivalent(self, windows_driver: DriverVersion) -> tuple[DriverVersion, str] | None:
+        """For WSL: the Linux family floor of the newest CUDA family a Windows driver runs.
 
-    def compute_capability(self, gpu_name: str) -> str | None:
-        """Compute capability of a GPU product name ('NVIDIA H100 80GB HBM3' -> '9.0')."""
-        for pattern, cc in self._patterns:
-            if pattern.search(gpu_name):
-                return cc
-        return None
-
-    def matching_patterns(self, gpu_name: str) -> list[str]:
-        """Every pattern that matches a name (used to check the table is unambiguous)."""
-        return [
-            g.pattern for (p, _), g in zip(self._patterns, self.facts.gpus, strict=True) if p.search(gpu_name)
+        Rows state Linux floors; a Windows driver that meets the Windows floor of CUDA 12.x
+        (528.33) runs what a Linux 525.60.13 runs under minor-version compatibility, no more.
+        """
+        fitting = [
+            major
+            for major, floor in self.facts.windows_families.items()
+            if DriverVersion.parse(floor.min_driver) <= windows_driver and major in self.facts.families
         ]
+        if not fitting:
+            return None
+        major = max(fitting, key=lambda m: (len(m), m))  # "13" > "12" without int()
+        return DriverVersion.parse(self.facts.families[major].min_driver), major
+
+    def compute_capability(self, gpu_name: str, pci_device_id: str | None = None) -> str | None:
+        """Compute capability of a GPU: by PCI device id, else by whole product name (gpus.yaml)."""
+        found = load_gpu_table().identify(gpu_name, pci_device_id)
+        return found.compute_capability if found else None
 
     @cached_property
     def _data_center(self) -> list[re.Pattern[str]]:

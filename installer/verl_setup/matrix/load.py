@@ -13,6 +13,7 @@ from verl_setup.errors import BadInputError
 from verl_setup.matrix.cuda import CudaRules
 from verl_setup.matrix.proof import PROOF_FILE, Level, ProofBook, load_proof
 from verl_setup.matrix.schema import CudaFile, Row, RowsFile
+from verl_setup.util.bounded import one_line
 from verl_setup.util.databuild import Builder
 from verl_setup.util.paths import data_dir
 from verl_setup.util.versions import DriverVersion, parse_minor
@@ -97,13 +98,21 @@ def _load(path: Path) -> Matrix:
 def cuda_path_for(rows_path: Path) -> Path:
     """A user's matrix may bring its own cuda.yaml; otherwise the bundled one applies."""
     beside = rows_path.parent / "cuda.yaml"
-    return beside if beside.is_file() else data_dir("matrices") / "cuda.yaml"
+    return beside if _is_file(beside) else data_dir("matrices") / "cuda.yaml"
+
+
+def _is_file(path: Path) -> bool:
+    """Path.is_file, but False (not OSError) for a name too long or with a NUL byte."""
+    try:
+        return path.is_file()
+    except (OSError, ValueError):
+        return False
 
 
 def check(path: Path) -> tuple[list[str], Matrix | None]:
     """Every problem in a rows file and its CUDA facts, and the Matrix when there are none."""
-    if not path.is_file():
-        return [f"{path}: no such matrix file"], None
+    if not _is_file(path):
+        return [f"{one_line(str(path))}: no such matrix file"], None
     try:
         cuda_data, _ = read_yaml(cuda_path_for(path))
         rows_data, raw = read_yaml(path)
@@ -129,7 +138,12 @@ def check(path: Path) -> tuple[list[str], Matrix | None]:
 
 def _check_cuda(facts: CudaFile, file: str) -> list[str]:
     problems = []
-    for table_name, table in (("families", facts.families), ("toolkits", facts.toolkits)):
+    tables = (
+        ("families", facts.families),
+        ("toolkits", facts.toolkits),
+        ("windows_families", facts.windows_families),
+    )
+    for table_name, table in tables:
         for key, entry in table.items():
             try:
                 DriverVersion.parse(entry.min_driver)

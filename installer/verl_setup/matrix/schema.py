@@ -257,14 +257,6 @@ class Architecture:
 
 
 @dataclass(frozen=True, kw_only=True)
-class GpuPattern:
-    """A GPU product-name pattern and its compute capability."""
-
-    pattern: str
-    compute_capability: str
-
-
-@dataclass(frozen=True, kw_only=True)
 class ForwardCompat:
     """NVIDIA's CUDA forward compatibility: a newer CUDA user-mode driver (the cuda-compat package)
     over an older kernel driver, on data-center GPUs and the listed driver branches only."""
@@ -289,7 +281,7 @@ class CudaFile:
     families: dict[str, DriverFloor]
     toolkits: dict[str, DriverFloor]
     architectures: dict[str, Architecture]
-    gpus: tuple[GpuPattern, ...]
+    windows_families: dict[str, DriverFloor] = field(default_factory=dict)  # WSL: the Windows driver
     forward_compat: ForwardCompat | None = None
 
 

@@ -5,19 +5,23 @@ Precedence is applied here and only here; each value keeps the name of where it 
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Generic, TypeVar
 
-from verl_setup.errors import BadInputError
+from verl_setup.errors import BadInputError, NoCompatibleRowError
 from verl_setup.host.facts import HostFacts, PythonInterpreter
 from verl_setup.matrix.cuda import CudaRules
-from verl_setup.util.versions import DriverVersion, fmt, parse_minor, parse_python
+from verl_setup.util.versions import DriverVersion, fmt, parse_count, parse_minor, parse_python, shown
 from verl_setup.util.vocab import BACKEND_NAMES, ENGINE_NAMES, POLICIES, BackendName, Policy
 
 V = TypeVar("V")
 ENGINES = ENGINE_NAMES
+MAX_GPUS = 4096  # GPUs on one node; far more than any machine has
+_GLIBC = re.compile(r"[0-9]{1,3}\.[0-9]{1,3}(?:\.[0-9]{1,3})?")
+_VERL_PREFIX = re.compile(r"[0-9]{1,4}(?:\.[0-9]{1,4}){0,3}")  # ASCII digits: "²".isdigit() is True
 
 
 @dataclass(frozen=True)
@@ -136,8 +140,10 @@ def build_target(
         driver = Fact[DriverVersion | None](None, no_gpu_source)
     elif driver_text is not None:
         driver = Fact(DriverVersion.parse(driver_text), driver_source)
+    elif host is not None and host.host_kind.kind == "jetson":
+        raise NoCompatibleRowError(_jetson_message(host, host_source))
     elif host is not None and host.nvidia is not None:
-        driver = Fact(_host_driver(host.nvidia.version, host_source), f"{host_source} ({host.nvidia.source})")
+        driver = _host_driver_fact(host, host_source, rules)
     else:
         driver = Fact(None, f"{host_source} (no NVIDIA driver)" if host else "not given")
 
@@ -155,20 +161,18 @@ def build_target(
         "VERL_SETUP_GPU_COUNT",
     )
     if count_text is not None:
-        if not count_text.isdigit():
-            raise BadInputError(f"bad GPU count {count_text!r}: expected a whole number")
-        gpu_count = Fact(int(count_text), count_source)
+        gpu_count = Fact(parse_count(count_text, "GPU count", MAX_GPUS), count_source)
     else:
         gpu_count = Fact(len(gpus.value), gpus.source)
 
     py_text, py_source = pick(request.python, "--python", "VERL_SETUP_PYTHON")
     python = Fact(parse_python(py_text) if py_text else None, py_source or "not requested")
     verl_text, verl_source = pick(request.verl, "--verl", "VERL_SETUP_VERL")
-    if verl_text is not None and not all(p.isdigit() for p in verl_text.split(".")):
-        raise BadInputError(f"bad verl version prefix {verl_text!r}: expected a form like 0.7 or 0.9.1")
+    if verl_text is not None and not _VERL_PREFIX.fullmatch(verl_text):
+        raise BadInputError(f"bad verl version prefix {shown(verl_text)}: expected a form like 0.7 or 0.9.1")
     engine_text, engine_source = pick(request.engine, "--engine", "VERL_SETUP_ENGINE")
     if engine_text is not None and engine_text not in ENGINES:
-        raise BadInputError(f"bad engine {engine_text!r}: expected one of {', '.join(ENGINES)}")
+        raise BadInputError(f"bad engine {shown(engine_text)}: expected one of {', '.join(ENGINES)}")
     policy_text, policy_source = pick(request.policy, "--policy", "VERL_SETUP_POLICY")
     policy: Fact[Policy] = _choice(policy_text, policy_source, POLICIES, "policy", "compat")
     backend_text, backend_source = pick(request.backend, "--backend", "VERL_SETUP_BACKEND")
@@ -181,12 +185,14 @@ def build_target(
         gpus=gpus,
         gpu_count=gpu_count,
         python=python,
-        glibc=_os_fact(
-            request.glibc,
-            "--glibc",
-            env,
-            "VERL_SETUP_GLIBC",
-            host=(host.os.glibc if host else None, host_source),
+        glibc=_glibc(
+            _os_fact(
+                request.glibc,
+                "--glibc",
+                env,
+                "VERL_SETUP_GLIBC",
+                host=(host.os.glibc if host else None, host_source),
+            )
         ),
         arch=_os_fact(
             request.arch, "--arch", env, "VERL_SETUP_ARCH", host=(host.os.arch if host else None, host_source)
@@ -229,7 +235,7 @@ def _choice(text: str | None, source: str, choices: tuple[C, ...], what: str, de
     for name in choices:
         if text == name:
             return Fact(name, source)
-    raise BadInputError(f"bad {what} {text!r}: expected one of {', '.join(choices)}")
+    raise BadInputError(f"bad {what} {shown(text)}: expected one of {', '.join(choices)}")
 
 
 def _os_fact(
@@ -246,11 +252,49 @@ def _os_fact(
     return Fact(value, f"{host_source} (uname, confstr)")
 
 
-def _host_driver(text: str, host_source: str) -> DriverVersion:
+def _glibc(fact: Fact[str | None]) -> Fact[str | None]:
+    """glibc is compared as numbers: only ASCII digits, a few of them ("2.35", "2.17.1")."""
+    if fact.value is None:
+        return fact
+    if not _GLIBC.fullmatch(fact.value.strip()):
+        raise BadInputError(
+            f"bad glibc version {shown(fact.value)} ({fact.source}): expected a form like 2.35"
+        )
+    return Fact(fact.value.strip(), fact.source)
+
+
+def _host_driver_fact(host: HostFacts, host_source: str, rules: CudaRules) -> Fact[DriverVersion | None]:
+    assert host.nvidia is not None  # noqa: S101  # checked by the caller
     try:
-        return DriverVersion.parse(text)
+        version = DriverVersion.parse(host.nvidia.version)
     except BadInputError as exc:
         raise BadInputError(f"{host_source}: {exc}") from exc
+    source = f"{host_source} ({host.nvidia.source})"
+    if host.host_kind.kind != "wsl":
+        return Fact(version, source)
+    # WSL reports the Windows driver: rows state Linux floors, so compare through NVIDIA's
+    # Windows table and say so.
+    equivalent = rules.windows_equivalent(version)
+    if equivalent is None:
+        raise NoCompatibleRowError(
+            f"{source}: WSL: Windows driver {version} is below NVIDIA's Windows floor of every CUDA "
+            "family in cuda.yaml; update the Windows driver"
+        )
+    linux, major = equivalent
+    return Fact(
+        linux,
+        f"{source}; WSL: Windows driver {version} meets the Windows floor of CUDA {major}.x, "
+        f"so it counts as the Linux floor {linux} (minor-version compatibility only)",
+    )
+
+
+def _jetson_message(host: HostFacts, host_source: str) -> str:
+    release = f"L4T {host.host_kind.release}" if host.host_kind.release else "L4T"
+    return (
+        f"{host_source}: a Jetson ({release}; {host.host_kind.evidence}): its integrated GPU runs "
+        "under L4T, not a discrete-GPU driver, so these matrix rows do not apply "
+        "(plan for a discrete-GPU machine with --driver and --gpu)"
+    )
 
 
 def _gpus(
@@ -280,7 +324,7 @@ def _gpus(
         for name in names:
             cc = sm or rules.compute_capability(name)
             if cc is None:
-                raise BadInputError(f"unknown GPU {name!r}: give its compute capability with --sm X.Y")
+                raise BadInputError(f"unknown GPU {shown(name)}: give its compute capability with --sm X.Y")
             specs.append(GpuSpec(name=name, compute_capability=cc))
         return Fact(tuple(specs), source + (" + --sm" if sm else " (GPU table)"))
     if sm is not None:
@@ -293,10 +337,10 @@ def _gpus(
         return Fact((), "not given")
     specs = []
     for gpu in host.gpus:
-        cc = gpu.compute_capability or rules.compute_capability(gpu.name)
+        cc = gpu.compute_capability or rules.compute_capability(gpu.name, gpu.pci_device_id)
         if cc is None:
             raise BadInputError(
-                f"{host_source}: GPU {gpu.name!r} has no known compute capability; pass --sm X.Y"
+                f"{host_source}: GPU {shown(gpu.name)} has no known compute capability; pass --sm X.Y"
             )
         specs.append(GpuSpec(name=gpu.name, compute_capability=cc))
     sources = sorted({g.source for g in host.gpus})

@@ -24,6 +24,9 @@ PROOF_LEVELS: tuple[ProofLevel, ...] = get_args(ProofLevel)
 RenderTarget = Literal["venv", "docker", "env", "ray", "slurm", "kuberay"]
 RENDER_TARGETS: tuple[RenderTarget, ...] = get_args(RenderTarget)
 
+HostKindName = Literal["linux", "wsl", "jetson"]
+HOST_KINDS: tuple[HostKindName, ...] = get_args(HostKindName)
+
 CheckId = Literal["python", "cuda", "ray", "hf-cache", "gpu-memory", "launch"]
 CHECK_IDS: tuple[CheckId, ...] = get_args(CheckId)
 
