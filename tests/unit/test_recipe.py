@@ -13,7 +13,7 @@ import pytest
 from tests.conftest import host
 from tests.render_scenarios import SCENARIOS, Scenario, plan_for, render_scenario
 from verl_setup.environment.install import PythonChoice, uv_commands
-from verl_setup.errors import InstallError
+from verl_setup.errors import BadInputError, InstallError
 from verl_setup.host.facts import HostFacts
 from verl_setup.plan.recipe import build_recipe
 
@@ -174,3 +174,60 @@ def test_a_rhel8_glibc_gets_no_ubuntu_22_04_wheel_and_is_told_why() -> None:
 
 def rhel8_gpus(facts: HostFacts) -> tuple[tuple[str, str | None], ...]:
     return tuple((g.name, g.compute_capability) for g in facts.gpus)
+
+
+# Packages built against torch beyond flash-attn: the Megatron rows' TransformerEngine and apex.
+
+MEGATRON = next(s for s in SCENARIOS if s.name == "h100-drv535-forward-megatron")
+
+
+def test_transformer_engine_builds_in_its_own_step_after_torch_with_its_build_settings() -> None:
+    recipe = build_recipe(
+        plan_for(MEGATRON),
+        extensions={"flash-attn": "build", "transformer-engine-torch": "build", "apex": "build"},
+        nvcc_version="13.0",
+        cores=8,
+        memory_gib=64,
+    )
+    names = [s.name for s in recipe.steps]
+    assert names.index("torch") < names.index("engine") < names.index("transformer-engine-torch")
+    assert names.index("transformer-engine-torch") < names.index("verl")
+    te = recipe.step("transformer-engine-torch")
+    assert te is not None
+    assert te.no_build_isolation
+    assert dict(te.env)["NVTE_FRAMEWORK"] == "pytorch"
+    assert "transformer-engine-torch==2.16.1" in te.requirements
+    apex = recipe.step("apex")
+    assert apex is not None
+    assert "apex @ git+https://github.com/NVIDIA/apex.git" in apex.requirements
+    assert apex.pip_args("o")[-4:] == [
+        "--config-settings", "--build-option=--cpp_ext", "--config-settings", "--build-option=--cuda_ext",
+    ]  # fmt: skip
+    assert "transformer-engine-torch==2.16.1" in recipe.verify_pins
+    assert not any(p.startswith("apex") for p in recipe.verify_pins)  # a git build has no pin to check
+
+
+def test_leaving_transformer_engine_out_takes_its_python_package_with_it() -> None:
+    recipe = build_recipe(
+        plan_for(MEGATRON),
+        extensions={"flash-attn": "without", "transformer-engine-torch": "without", "apex": "without"},
+    )
+    everything = [r for s in recipe.steps for r in s.requirements] + list(recipe.verify_pins)
+    assert not [r for r in everything if r.startswith("transformer-engine")]
+    assert "megatron-core==0.18.0" in recipe.verify_pins
+    assert any("transformer-engine-torch 2.16.1 left out" in w for w in recipe.warnings)
+
+
+def test_a_megatron_row_without_a_choice_for_transformer_engine_is_refused_in_one_line() -> None:
+    with pytest.raises(InstallError) as caught:
+        build_recipe(plan_for(MEGATRON), extensions={"flash-attn": "without", "apex": "without"})
+    message = str(caught.value)
+    assert "\n" not in message
+    assert "transformer-engine-torch 2.16.1 cannot be installed as it stands" in message
+    assert "--build transformer-engine-torch" in message
+    assert "--without transformer-engine-torch" in message
+
+
+def test_an_unknown_package_name_for_build_is_bad_input_with_a_suggestion() -> None:
+    with pytest.raises(BadInputError, match="did you mean 'transformer-engine-torch'"):
+        build_recipe(plan_for(MEGATRON), extensions={"transformer-engine-torc": "build"})

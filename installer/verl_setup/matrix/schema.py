@@ -191,6 +191,8 @@ class ExtensionFacts:
     without: dict[str, str] = field(default_factory=dict)
     # The modules it provides: left out, their imports are reported as such, not as failures.
     modules: tuple[str, ...] = ()
+    # Row packages that go with it and are left out with it.
+    companions: tuple[str, ...] = ()
 
 
 # The older name of the same facts (flash-attn was the first such package).

@@ -131,7 +131,16 @@ def build_recipe(
     reqs = row.requirements()
     torch_reqs = tuple(r for r in reqs if _name(r) in TORCH_FAMILY)
     verl_req = reqs[0]
-    rest = tuple(r for r in reqs[1:] if _name(r) not in (*TORCH_FAMILY, *facts))
+    measured = _Measured(nvcc_version, cores, memory_gib)
+    plans = [
+        _extension_plan(plan, name, ext, asked.get(name, "auto"), measured)
+        for name, ext in facts.items()
+        if name in row.packages
+    ]
+    # A package left out takes its companions with it (a TransformerEngine without its torch
+    # module breaks `import megatron.core`).
+    dropped = {c for e in plans if e.mode == "without" for c in facts[e.name].companions}
+    rest = tuple(r for r in reqs[1:] if _name(r) not in (*TORCH_FAMILY, *facts, *dropped))
     index, overrides = plan.index_url, bool(row.overrides)
     steps = [
         Step(
@@ -153,12 +162,6 @@ def build_recipe(
                 overrides=overrides,
             )
         )
-    measured = _Measured(nvcc_version, cores, memory_gib)
-    plans = [
-        _extension_plan(plan, name, ext, asked.get(name, "auto"), measured)
-        for name, ext in facts.items()
-        if name in row.packages
-    ]
     warnings: list[str] = []
     for ext in plans:
         new_steps, warning = _extension_steps(ext, facts[ext.name], torch_reqs, index)
@@ -173,7 +176,7 @@ def build_recipe(
             overrides=overrides,
         )
     )
-    verify = [r for r in reqs if _name(r) not in facts]
+    verify = [r for r in reqs if _name(r) not in (*facts, *dropped)]
     verify += [f"{e.name}=={e.version}" for e in plans if e.mode != "without" and not facts[e.name].build]
     return Recipe(
         row=row,
