@@ -167,3 +167,18 @@ def test_transformer_engines_own_error_for_its_missing_torch_library_counts_as_l
     assert result.ok
     unrelated = run_probe(Path(sys.executable), "none", 120, env_with(root))
     assert not unrelated.ok  # the same error with nothing left out is a failure
+
+
+def test_a_package_left_out_entirely_is_still_named_in_the_report(tmp_path: Path) -> None:
+    files = {k: v for k, v in MEGATRON.items() if not k.startswith("transformer_engine/")}
+    files["verl/workers/megatron_workers.py"] = ""
+    root = tree(tmp_path, files)
+    why = "transformer-engine-torch left out (--without transformer-engine-torch)"
+    result = run_probe(
+        Path(sys.executable), "none", 120, env_with(root), left_out={"transformer_engine": why}
+    )
+    by_name = {m.module: m for m in result.modules}
+    assert by_name["megatron.core"].outcome == "ok"
+    assert by_name["transformer_engine"].outcome == "absent"
+    assert why in by_name["transformer_engine"].error
+    assert result.ok

@@ -71,6 +71,8 @@ if exists("megatron.core"):
                  "verl.utils.megatron_utils"):
         if exists(name):
             modules.append(name)
+# What was left out on purpose is named too, so the report says so instead of staying silent.
+modules += [name for name in left_out if name not in modules]
 try:
     import importlib.metadata as md
     owners = md.packages_distributions()
