@@ -150,7 +150,7 @@ def test_a_torch_extension_left_out_on_purpose_is_absent_not_failed(tmp_path: Pa
     assert by_name["verl.workers.megatron_workers"].outcome == "absent"
     assert why in by_name["transformer_engine.pytorch"].error
     assert result.ok
-    assert "3 left out on purpose" in result.summary()  # TE, the Megatron workers and engine
+    assert "4 left out on purpose" in result.summary()  # TE, its torch library, the workers, the engine
 
 
 def test_transformer_engines_own_error_for_its_missing_torch_library_counts_as_left_out(
