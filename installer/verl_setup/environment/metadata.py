@@ -93,7 +93,7 @@ def requirements_of(
     meta: ReleaseMeta, extra: str | None = None, *, python: str = "3.12", arch: str = "x86_64"
 ) -> list[Requirement]:
     """What installing the release (with one extra) on Linux requires; its own extras expanded."""
-    wanted, seen, out = [extra or ""], set[str](), list[Requirement]()
+    wanted, seen, out = ["", *([extra] if extra else [])], set[str](), list[Requirement]()
     while wanted:
         current = wanted.pop()
         if current in seen:
