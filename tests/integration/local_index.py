@@ -10,7 +10,9 @@ from __future__ import annotations
 import hashlib
 import html
 import importlib.util
+import io
 import json
+import tarfile
 import threading
 import zipfile
 from collections.abc import Iterator
@@ -20,7 +22,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from types import ModuleType
 
-from packaging.utils import canonicalize_name, parse_wheel_filename
+from packaging.utils import canonicalize_name, parse_sdist_filename, parse_wheel_filename
 
 MAKE_WHEELS = Path(__file__).resolve().parents[1] / "fixtures" / "tiny-matrix" / "make_wheels.py"
 
@@ -53,6 +55,8 @@ class Served:
         return hashlib.sha256(self.path.read_bytes()).hexdigest()
 
     def metadata(self) -> bytes:
+        if not self.path.name.endswith(".whl"):
+            return b""
         with zipfile.ZipFile(self.path) as zf:
             name = next(n for n in zf.namelist() if n.endswith(".dist-info/METADATA"))
             return zf.read(name)
@@ -99,6 +103,20 @@ class LocalIndex:
         self.files[filename] = Served(path=path, upload_time=f"{date}T12:00:00.000000Z")
         return filename
 
+    def upload_sdist(self, name: str, version: str, *, date: str, pyproject: str) -> str:
+        """An sdist holding only its pyproject.toml (what `matrix propose` reads of one)."""
+        root = f"{canonicalize_name(name).replace('-', '_')}-{version}"
+        data = pyproject.encode()
+        raw = io.BytesIO()
+        with tarfile.open(fileobj=raw, mode="w:gz") as tar:
+            info = tarfile.TarInfo(f"{root}/pyproject.toml")
+            info.size, info.mtime = len(data), 0
+            tar.addfile(info, io.BytesIO(data))
+        path = self.root / f"{root}.tar.gz"
+        path.write_bytes(raw.getvalue())
+        self.files[path.name] = Served(path=path, upload_time=f"{date}T12:00:00.000000Z")
+        return path.name
+
     def yank(self, filename: str, reason: str) -> None:
         self.files[filename].yanked = reason
 
@@ -106,9 +124,15 @@ class LocalIndex:
         del self.files[filename]
 
     def project(self, name: str) -> list[tuple[str, Served]]:
-        return sorted(
-            (fn, f) for fn, f in self.files.items() if canonicalize_name(parse_wheel_filename(fn)[0]) == name
-        )
+        return sorted((fn, f) for fn, f in self.files.items() if _name_version(fn)[0] == name)
+
+
+def _name_version(filename: str) -> tuple[str, str]:
+    if filename.endswith(".whl"):
+        name, version, _, _ = parse_wheel_filename(filename)
+    else:
+        name, version = parse_sdist_filename(filename)
+    return canonicalize_name(name), str(version)
 
 
 def _page(index: LocalIndex, name: str, as_json: bool) -> bytes:
@@ -122,11 +146,13 @@ def _page(index: LocalIndex, name: str, as_json: bool) -> bytes:
                 "requires-python": f.requires_python(),
                 "upload-time": f.upload_time,
                 "yanked": False if f.yanked is None else f.yanked,
-                "core-metadata": {"sha256": hashlib.sha256(f.metadata()).hexdigest()},
+                "core-metadata": {"sha256": hashlib.sha256(f.metadata()).hexdigest()}
+                if f.metadata()
+                else False,
             }
             for fn, f in files
         ]
-        versions = sorted({str(parse_wheel_filename(fn)[1]) for fn, _ in files})
+        versions = sorted({_name_version(fn)[1] for fn, _ in files})
         page = {"meta": {"api-version": "1.1"}, "name": name, "files": entries, "versions": versions}
         return json.dumps(page).encode()
     links = "".join(

@@ -177,6 +177,17 @@ def test_check_reports_drift_then_a_deleted_and_a_yanked_pin_as_regressions(
     assert yaml.safe_load((matrix.parent / "resolved.yaml").read_text()) == recorded
 
 
+VERL_PYPROJECT = """\
+[project]
+name = "verl"
+version = "1.1.0"
+
+[tool.uv]
+override-dependencies = ["transformers==4.55.0", "tokenizers>=0.21"]
+conflicts = [[{ extra = "vllm" }, { extra = "sglang" }]]
+"""
+
+
 def publish_newer(index: LocalIndex) -> None:
     """Releases after the matrix: verl 1.1.0 [vllm] -> vllm 1.2.0 -> torch 2.10.0 (CUDA 12.9); vllm 1.3.0
     that needs a transformers verl 1.1.0 excludes; a torch no engine pins yet."""
@@ -202,6 +213,8 @@ def publish_newer(index: LocalIndex) -> None:
             'torch==2.10.0; extra == "vllm"',
         ),
     )
+    # verl's own uv settings, which only its sdist carries (as verl 0.9.1's pyproject.toml does).
+    index.upload_sdist("verl", "1.1.0", date="2026-03-15", pyproject=VERL_PYPROJECT)
     index.upload(
         "vllm",
         "1.3.0",
@@ -234,10 +247,18 @@ def test_propose_builds_a_row_from_metadata_and_refuses_what_cannot_fit(
     assert "nvidia-cuda-runtime-cu12==12.9.79" in row["evidence"]["torch"]
     assert row["evidence"]["flashinfer-python"] == "meta: vllm 1.2.0 pins flashinfer-python==0.4.0"
     assert "[vllm] pins vllm==1.2.0" in row["evidence"]["verl"]
+    # verl's [tool.uv] overrides are data: carried into the row, narrowed to the row's own pins.
+    assert row["overrides"] == ["transformers==4.55.0", "tokenizers>=0.21"]
+    assert row["evidence"]["overrides"] == (
+        "verl 1.1.0 pyproject.toml [tool.uv] override-dependencies (verl-1.1.0.tar.gz); "
+        "its [tool.uv] conflicts keep vllm, sglang apart: the row takes [vllm]"
+    )
     assert set(candidate["resolved"].values()) == {"ok"}
     assert set(candidate["resolved"]) == {"3.11 x86_64-manylinux_2_28", "3.12 x86_64-manylinux_2_28"}
     assert {r["release"]: r["reason"] for r in data["refused"]} == {
-        "vllm 1.3.0": "vllm 1.3.0 needs transformers>=4.62, verl 1.1.0 allows transformers<4.60,>=4.50",
+        "vllm 1.3.0": "vllm 1.3.0 needs transformers>=4.62, verl 1.1.0 allows transformers<4.60,>=4.50 "
+        "(verl 1.1.0's [tool.uv] override-dependencies force transformers==4.55.0 for its own extras; "
+        "not carried to an engine release verl does not pin)",
         "torch 2.11.0": "no vllm or sglang release proposed here pins it (a row's torch is its engine's pin)",
     }
     # The file is a rows file the matrix reader accepts as it stands (for review, then `make prove`).

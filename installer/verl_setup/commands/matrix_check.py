@@ -18,7 +18,7 @@ def text(results: Sequence[RowCheck]) -> str:
     """One line per row, then what moved and why."""
     lines = []
     for r in results:
-        mark = "REGRESSED" if r.regressed else "ok"
+        mark = "REGRESSED" if r.regressed else "-" if r.status == "skipped" else "ok"
         lines.append(f"{r.row:<34} {r.status:<22} {mark:<9} {r.seconds:.0f}s")
         if r.reason:
             lines.append(f"    {r.reason}")

@@ -12,6 +12,7 @@ import email.parser
 import functools
 import io
 import re
+import tarfile
 import tempfile
 import zipfile
 from collections.abc import Mapping
@@ -187,6 +188,21 @@ class Index:
         except (zipfile.BadZipFile, StopIteration, OSError, UnicodeDecodeError) as exc:
             raise InstallError(f"{dist.filename}: cannot read its METADATA from the index ({exc})") from exc
         return email.parser.Parser().parsestr(text)
+
+    def sdist_member(self, dist: DistFile, member: str) -> str | None:
+        """One top-level file of an sdist (its pyproject.toml), downloading the sdist (a few MB)."""
+        response = self._get(dist.url.split("#", 1)[0], accept="*/*")
+        if response is None:
+            return None
+        try:
+            with tarfile.open(fileobj=io.BytesIO(response.content), mode="r:gz") as sdist:
+                for info in sdist.getmembers():
+                    if info.isfile() and info.name.count("/") == 1 and info.name.endswith("/" + member):
+                        extracted = sdist.extractfile(info)
+                        return None if extracted is None else extracted.read().decode("utf-8")
+        except (tarfile.TarError, OSError, UnicodeDecodeError):
+            return None
+        return None
 
 
 class _RangeFile(io.RawIOBase):

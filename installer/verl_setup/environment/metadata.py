@@ -7,8 +7,10 @@ its file names); nothing is guessed from version numbers.
 from __future__ import annotations
 
 import re
+import sys
 from dataclasses import dataclass
 from email.message import Message
+from typing import Any
 
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.specifiers import SpecifierSet
@@ -172,3 +174,51 @@ def glibc_floor(wheels: dict[str, str], minor: str) -> str | None:
     """The manylinux glibc floor of the wheel that serves this minor (None: a pure wheel)."""
     floors = [floor for key, floor in wheels.items() if floor != "any" and serves_python({key: floor}, minor)]
     return max(floors, key=lambda f: tuple(int(p) for p in f.split("."))) if floors else None
+
+
+@dataclass(frozen=True, kw_only=True)
+class UvConfig:
+    """What a release's pyproject.toml says to uv: [tool.uv] override-dependencies and conflicts."""
+
+    overrides: tuple[str, ...]
+    conflicts: tuple[tuple[str, ...], ...]  # groups of extras that cannot be installed together
+    source: str  # the sdist it was read from
+
+
+def uv_config(index: Index, name: str, version: str) -> UvConfig | None:
+    """[tool.uv] of a release's own pyproject.toml, read from its sdist (None: no sdist, or Python 3.10).
+
+    Wheels do not carry it, and verl's uv flow depends on it (its overrides make verl[sglang]
+    resolvable at all), so it is data for a candidate row like the Requires-Dist."""
+
+    release = index.releases(name).get(version)
+    sdist = next((f for f in release.files if f.filename.endswith(".tar.gz")), None) if release else None
+    if sdist is None:
+        return None
+    text = index.sdist_member(sdist, "pyproject.toml")
+    if text is None:
+        return None
+    data = _toml(text)
+    if data is None:
+        return None
+    uv = data.get("tool", {}).get("uv", {})
+    groups = tuple(
+        tuple(str(item["extra"]) for item in group if isinstance(item, dict) and "extra" in item)
+        for group in uv.get("conflicts", [])
+    )
+    return UvConfig(
+        overrides=tuple(str(o) for o in uv.get("override-dependencies", [])),
+        conflicts=groups,
+        source=sdist.filename,
+    )
+
+
+def _toml(text: str) -> dict[str, Any] | None:
+    if sys.version_info >= (3, 11):  # Python 3.10 has no tomllib: the candidate goes without overrides
+        import tomllib  # noqa: PLC0415  # only propose reads a pyproject.toml
+
+        try:
+            return tomllib.loads(text)
+        except tomllib.TOMLDecodeError:
+            return None
+    return None

@@ -12,7 +12,7 @@ a file for a person to review, then `make prove`.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -25,6 +25,7 @@ from verl_setup.environment.check import resolution_of, resolve
 from verl_setup.environment.index import Index
 from verl_setup.environment.metadata import (
     ReleaseMeta,
+    UvConfig,
     cuda_of,
     exact_pin,
     glibc_floor,
@@ -33,6 +34,7 @@ from verl_setup.environment.metadata import (
     read_release,
     requirements_of,
     serves_python,
+    uv_config,
 )
 from verl_setup.environment.uv import explain_failure, python_platform
 from verl_setup.matrix.load import Matrix
@@ -117,6 +119,7 @@ class Proposer:
         say: Callable[[str], None],
     ) -> None:
         self.matrix, self.index, self.uv, self.env, self.today, self.say = matrix, index, uv, env, today, say
+        self._configs: dict[str, UvConfig | None] = {}
 
     def _covered(self, name: str) -> Version | None:
         if name == "verl":
@@ -164,6 +167,11 @@ class Proposer:
                 refused.append(Refusal(release=f"torch {version}", reason=reason))
         return candidates, refused
 
+    def _uv_config(self, version: str) -> UvConfig | None:
+        if version not in self._configs:
+            self._configs[version] = uv_config(self.index, "verl", version)
+        return self._configs[version]
+
     def _newest_verl(self) -> ReleaseMeta | None:
         stable = [
             v for v, r in self.index.releases("verl").items() if _stable(v) is not None and r.yanked is None
@@ -189,9 +197,19 @@ class Proposer:
                 release=name,
                 reason=f"{name} pins torch=={torch}, verl {verl.version}[{extra}] pins torch=={verl_torch}",
             )
-        conflict = self._conflict(verl, extra, verl_reqs, name, engine_reqs)
+        config = self._uv_config(verl.version)
+        overrides = config.overrides if config is not None and extra else ()
+        conflict = self._conflict(verl, extra, verl_reqs, name, engine_reqs, overridden=_names(overrides))
         if conflict:
-            return Refusal(release=name, reason=conflict)
+            forced = [o for o in (config.overrides if config else ()) if _names([o]) == {conflict[0]}]
+            note = ""
+            if forced and not extra:
+                pin = forced[0].split(";")[0].strip()
+                note = (
+                    f" (verl {verl.version}'s [tool.uv] override-dependencies force {pin} for its own "
+                    "extras; not carried to an engine release verl does not pin)"
+                )
+            return Refusal(release=name, reason=conflict[1] + note)
         torch_meta = read_release(self.index, "torch", torch)
         if torch_meta is None:
             return Refusal(
@@ -231,6 +249,17 @@ class Proposer:
             cuda=cuda,
             minors=minors,
         )
+        if overrides and config is not None:
+            together = [g for g in config.conflicts if extra in g]
+            evidence = dict(row.evidence)
+            evidence["overrides"] = (
+                f"verl {verl.version} pyproject.toml [tool.uv] override-dependencies ({config.source})"
+            )
+            if together:
+                evidence["overrides"] += (
+                    f"; its [tool.uv] conflicts keep {', '.join(together[0])} apart: the row takes [{extra}]"
+                )
+            row = dataclasses.replace(row, overrides=tuple(overrides), evidence=evidence)
         return self._resolve(row, minors, name)
 
     def _conflict(
@@ -240,15 +269,19 @@ class Proposer:
         verl_reqs: list[Requirement],
         name: str,
         engine_reqs: list[Requirement],
-    ) -> str | None:
-        """The first requirement the two sides cannot both meet with any release on the index."""
+        *,
+        overridden: set[str],
+    ) -> tuple[str, str] | None:
+        """(name, why) of the first requirement both sides cannot meet with any release on the index.
+
+        A name verl overrides (its [tool.uv] override-dependencies) is decided by the override."""
         allowed: dict[str, SpecifierSet] = {}
         for req in verl_reqs:
             key = canonicalize_name(req.name)
             allowed[key] = allowed.get(key, SpecifierSet()) & req.specifier
         for req in engine_reqs:
             key = canonicalize_name(req.name)
-            if key not in allowed or not str(req.specifier) or not str(allowed[key]):
+            if key in overridden or key not in allowed or not str(req.specifier) or not str(allowed[key]):
                 continue
             both = allowed[key] & req.specifier
             versions = [
@@ -256,7 +289,7 @@ class Proposer:
             ]
             if not any(both.contains(v) for v in versions):
                 side = f"verl {verl.version}" + (f"[{extra}]" if extra else "")
-                return f"{name} needs {req.name}{req.specifier}, {side} allows {req.name}{allowed[key]}"
+                return key, f"{name} needs {req.name}{req.specifier}, {side} allows {req.name}{allowed[key]}"
         return None
 
     def _row(
@@ -390,7 +423,9 @@ class Proposer:
                 evidence[pkg] = (
                     f"uv: resolved for Python {supported[0]} on {python_platform(row)} on {self.today}"
                 )
-        row = dataclasses.replace(row, packages=packages, evidence=evidence)
+        # An override replaces the row's own pin of that name too, so it is narrowed to the pin.
+        overrides = tuple(_narrowed(o, packages) for o in row.overrides)
+        row = dataclasses.replace(row, packages=packages, evidence=evidence, overrides=overrides)
         arches = list(row.requires.arch)
         for arch in row.requires.arch:
             variant = dataclasses.replace(row, requires=dataclasses.replace(row.requires, arch=(arch,)))
@@ -425,6 +460,19 @@ class Proposer:
         return candidate
 
 
+def _names(requirements: Sequence[str]) -> set[str]:
+    return {canonicalize_name(Requirement(r).name) for r in requirements}
+
+
+def _narrowed(override: str, packages: Mapping[str, str]) -> str:
+    req = Requirement(override)
+    name = canonicalize_name(req.name)
+    pinned = next((v for k, v in packages.items() if canonicalize_name(k) == name), None)
+    if pinned is None:
+        return override
+    return f"{req.name}=={pinned}" + (f" ; {req.marker}" if req.marker else "")
+
+
 def row_data(row: Row) -> dict[str, Any]:
     """A row in matrices/verl.yaml's layout, as a person would write it."""
     req = row.requires
@@ -437,6 +485,7 @@ def row_data(row: Row) -> dict[str, Any]:
         "python": {"supported": list(row.python.supported), "recommended": row.python.recommended},
         "torch": {"version": row.torch.version, "cuda": row.torch.cuda, "index": row.torch.index},
         "packages": dict(row.packages),
+        **({"overrides": list(row.overrides)} if row.overrides else {}),
         "requires": {
             "arch": list(req.arch),
             "glibc": req.glibc,
