@@ -23,9 +23,15 @@ def text(results: Sequence[RowCheck]) -> str:
         if r.reason:
             lines.append(f"    {r.reason}")
         lines.extend(f"    {y}" for y in r.yanked)
+        # Drift inside the ranges is the common case (dozens a month): one line for all of it.
+        newer = [m for m in r.moved if m.why.startswith("a newer release")]
         for m in r.moved:
-            flag = " (regression)" if m.regression else ""
-            lines.append(f"    {m.name}: {m.was or '-'} -> {m.now or '-'}: {m.why}{flag}")
+            if m not in newer:
+                flag = " (regression)" if m.regression else ""
+                lines.append(f"    {m.name}: {m.was or '-'} -> {m.now or '-'}: {m.why}{flag}")
+        if newer:
+            moves = ", ".join(f"{m.name} {m.was}->{m.now}" for m in newer)
+            lines.append(f"    {len(newer)} newer releases within the pins' ranges: {moves}")
     return "\n".join(lines) + "\n"
 
 
