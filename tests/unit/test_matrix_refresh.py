@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from packaging.requirements import Requirement
 from packaging.specifiers import SpecifierSet
@@ -15,6 +17,7 @@ from verl_setup.environment.metadata import (
     requirements_of,
     serves_python,
 )
+from verl_setup.matrix.resolved import Resolution, load_resolved, record_resolved
 
 COMPILED = """\
 six==1.17.0 \\
@@ -94,3 +97,20 @@ def test_python_minors_honour_upper_bounds_and_wheel_tags() -> None:
     assert serves_python({"cp312-cp312": "2.28"}, "3.12")
     assert not serves_python({"cp311-cp311": "2.28"}, "3.12")
     assert serves_python({"py3-none": "any"}, "3.14")
+
+
+def test_the_baseline_file_round_trips_and_is_the_same_bytes_for_the_same_resolution(tmp_path: Path) -> None:
+    rows = tmp_path / "verl.yaml"
+    one = Resolution(row_sha256="a" * 64, python="3.12.3", platform="x86_64-manylinux_2_28", pins={})
+    two = Resolution(
+        row_sha256="b" * 64,
+        python="3.10.12",
+        platform="x86_64-manylinux_2_28",
+        pins={"torch": ("2.11.0", "0123456789abcdef"), "six": ("1.17.0", "fedcba9876543210")},
+    )
+    written = record_resolved(rows, {"z-row": one, "a-row": two})
+    first = written.read_bytes()
+    record_resolved(rows, {"a-row": two})  # recording a row again with the same resolution
+    assert written.read_bytes() == first
+    assert load_resolved(rows) == {"a-row": two, "z-row": one}
+    assert first.index(b"a-row") < first.index(b"z-row")  # sorted: a new row diffs as one block
