@@ -51,7 +51,7 @@ from verl_setup.matrix.schema import (
 from verl_setup.util.vocab import ROLLOUT_ENGINES, EngineName
 
 # Pins taken from the resolution when no package pins them exactly, as today's rows carry them.
-RESOLVED_PINS = ("transformers", "ray", "tensordict", "numpy")
+RESOLVED_PINS = ("torchvision", "torchaudio", "transformers", "ray", "tensordict", "numpy")
 FLASH_ATTN_MIN_CC = "8.0"
 
 
