@@ -269,3 +269,19 @@ def test_propose_builds_a_row_from_metadata_and_refuses_what_cannot_fit(
     again = cli("matrix", "propose", "--matrix", str(matrix), "--out", str(out), env=env)
     assert again.returncode == 2
     assert "exists" in again.stderr
+
+
+def test_an_unreachable_index_is_exit_4_not_a_regression_and_a_bad_date_is_exit_2(
+    matrix: Path, tmp_path: Path
+) -> None:
+    with serve(tmp_path / "index") as index:
+        env = env_for(index, tmp_path)
+    env["UV_HTTP_RETRIES"] = "0"  # the server is gone: its port refuses connections
+    result = cli("matrix", "check", "--matrix", str(matrix), env=env)
+    assert result.returncode == 4, result.stderr
+    assert "could not be reached" in result.stderr.splitlines()[-1]
+    bad = cli("matrix", "propose", "--matrix", str(matrix), "--since", "2026-13-01", env=env)
+    assert (bad.returncode, bad.stderr.strip()) == (
+        2,
+        "verl-setup: error: --since '2026-13-01': give a date as YYYY-MM-DD",
+    )

@@ -21,6 +21,14 @@ from verl_setup.output import Progress, envelope
 _DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
 
 
+def _is_date(text: str) -> bool:
+    try:
+        datetime.date.fromisoformat(text)
+    except ValueError:
+        return False
+    return bool(_DATE.match(text))
+
+
 def rows_text(candidates: Sequence[Candidate], refused: Sequence[Refusal], *, since: str, today: str) -> str:
     """The candidates as a rows file (schema 1) that `matrix validate` reads, refusals as comments."""
     lines = [
@@ -52,7 +60,7 @@ def command(
     out: TextIO,
 ) -> int:
     """Propose rows for releases after `since` (default: the newest release the matrix pins)."""
-    if since is not None and not _DATE.match(since):
+    if since is not None and not _is_date(since):
         raise BadInputError(f"--since {since!r}: give a date as YYYY-MM-DD")
     if out_file is not None and out_file.exists():
         raise BadInputError(f"--out {out_file} exists; propose writes only a new file, for review")

@@ -197,7 +197,10 @@ def check_row(
     code, stdout, stderr = resolve(row, matrix, uv, env)
     result.seconds = round(time.monotonic() - start, 1)
     if code != 0:
-        result.status, result.reason = "no-longer-resolves", explain_failure(stderr)
+        reason = explain_failure(stderr)
+        if "could not be reached" in reason:  # an index outage says nothing about the row: exit 4, not 5
+            raise InstallError(f"row {row.id}: {reason}")
+        result.status, result.reason = "no-longer-resolves", reason
         return result
     result.yanked = [
         f"{m[1]}=={m[2]} is yanked" + (f" ({m[3]})" if m[3] else "") for m in _YANKED.finditer(stderr)
