@@ -116,7 +116,9 @@ def _run_plan(args: argparse.Namespace) -> int:
 
 def _add_matrix(sub: Any) -> None:
     p = sub.add_parser("matrix", help="the compatibility data itself")
-    msub = p.add_subparsers(dest="matrix_cmd", required=True, metavar="list|show|validate|prove")
+    msub = p.add_subparsers(
+        dest="matrix_cmd", required=True, metavar="list|show|validate|prove|check|propose"
+    )
     ls = msub.add_parser("list", help="every row, one line each")
     ls.add_argument("--json", action="store_true")
     ls.add_argument("--matrix", type=Path, metavar="FILE")
@@ -138,6 +140,28 @@ def _add_matrix(sub: Any) -> None:
     prove.add_argument("--json", action="store_true", help="machine-readable results (schema 1)")
     prove.add_argument("--no-record", action="store_true", help="do not write proof.yaml")
     prove.set_defaults(run=_run_matrix_prove)
+    check = msub.add_parser(
+        "check", help="re-resolve rows against the index today; what moved and why (exit 5: a regression)"
+    )
+    check.add_argument("ids", nargs="*", metavar="ROW", help="rows to check (default: every row)")
+    check.add_argument("--matrix", type=Path, metavar="FILE")
+    check.add_argument("--json", action="store_true", help="machine-readable results (schema 1)")
+    check.add_argument(
+        "--record", action="store_true", help="record today's resolutions as the baseline (resolved.yaml)"
+    )
+    check.set_defaults(run=_run_matrix_check)
+    propose = msub.add_parser(
+        "propose", help="candidate rows for releases newer than the matrix, from their metadata"
+    )
+    propose.add_argument(
+        "--since",
+        metavar="DATE",
+        help="releases uploaded after DATE (default: the newest pinned release's date)",
+    )
+    propose.add_argument("--out", type=Path, metavar="FILE", help="write the candidates here (a new file)")
+    propose.add_argument("--matrix", type=Path, metavar="FILE")
+    propose.add_argument("--json", action="store_true", help="machine-readable results (schema 1)")
+    propose.set_defaults(run=_run_matrix_propose)
 
 
 def _run_matrix_list(args: argparse.Namespace) -> int:
@@ -179,6 +203,24 @@ def _run_matrix_prove(args: argparse.Namespace) -> int:
 
     matrix = load_matrix(args.matrix)
     return command(args.ids, matrix, json_out=args.json, keep_record=not args.no_record, out=sys.stdout)
+
+
+def _run_matrix_check(args: argparse.Namespace) -> int:
+    from verl_setup.commands.matrix_check import command  # noqa: PLC0415
+    from verl_setup.matrix.load import load_matrix  # noqa: PLC0415
+
+    matrix = load_matrix(args.matrix)
+    return command(args.ids, matrix, json_out=args.json, record=args.record, env=os.environ, out=sys.stdout)
+
+
+def _run_matrix_propose(args: argparse.Namespace) -> int:
+    from verl_setup.commands.matrix_propose import command  # noqa: PLC0415
+    from verl_setup.matrix.load import load_matrix  # noqa: PLC0415
+
+    matrix = load_matrix(args.matrix)
+    return command(
+        matrix, since=args.since, out_file=args.out, json_out=args.json, env=os.environ, out=sys.stdout
+    )
 
 
 def _run_matrix_validate(args: argparse.Namespace) -> int:

@@ -87,3 +87,27 @@ def test_prove(tmp_path: Path) -> None:
     (row,) = data["rows"]
     assert row["reached"] == ["resolves", "installs", "imports"]
     assert (tmp_path / "proof.yaml").is_file()
+    # The resolution it proved is the baseline `matrix check` compares with.
+    assert "tiny-new:" in (tmp_path / "resolved.yaml").read_text()
+
+
+def test_matrix_check_and_propose(tmp_path: Path) -> None:
+    from tests.integration.local_index import serve  # noqa: PLC0415
+    from tests.integration.test_matrix_refresh import ROW, env_for, populate  # noqa: PLC0415
+
+    matrix = tmp_path / "m" / "verl.yaml"
+    matrix.parent.mkdir()
+    matrix.write_text(ROW)
+    with serve(tmp_path / "index") as index:
+        populate(index)
+        env = env_for(index, tmp_path)
+        checked = as_json("matrix", "check", "--matrix", str(matrix), "--json", env=env)
+        assert {"rows", "regressed", "seconds"} <= set(checked)
+        assert {"row", "status", "regressed", "reason", "baseline", "yanked", "moved", "seconds"} <= set(
+            checked["rows"][0]
+        )
+        index.delete("flashinfer_python-0.3.0-py3-none-any.whl")
+        failed = as_json("matrix", "check", "--matrix", str(matrix), "--json", env=env, code=5)
+        assert failed["regressed"] == ["verl1.0-vllm1.1.0"]
+        proposed = as_json("matrix", "propose", "--matrix", str(matrix), "--json", env=env)
+        assert {"since", "index", "candidates", "refused", "out"} <= set(proposed)

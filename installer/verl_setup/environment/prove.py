@@ -4,7 +4,8 @@ For each row, with this package's own commands in child processes: `lock --row` 
 hashed resolution for the row's Python and platform), `install --row --no-import` into a
 scratch prefix (installs: a real uv install, every pin verified), then `verify` (imports: the
 import probe of what a training run imports). The `gpu` level is never set here: only a run on
-a GPU host records it. Results go to matrices/proof.yaml unless --no-record.
+a GPU host records it. Results go to matrices/proof.yaml, and each row's resolution to
+matrices/resolved.yaml (the baseline of `matrix check`), unless --no-record.
 """
 
 from __future__ import annotations
@@ -23,10 +24,12 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from verl_setup import __version__
+from verl_setup.environment.check import resolution_of
 from verl_setup.environment.lock import read_lock
 from verl_setup.errors import CheckFailedError
 from verl_setup.matrix.load import Matrix
 from verl_setup.matrix.proof import Evidence, record, today
+from verl_setup.matrix.resolved import Resolution, record_resolved
 from verl_setup.matrix.schema import Row
 from verl_setup.output import Progress, envelope
 from verl_setup.util.runner import ProgramError, stream
@@ -44,6 +47,7 @@ class RowResult:
     failed: str | None = None
     skipped: str | None = None
     stopped: str | None = None  # reached what this machine can prove; why not further
+    resolution: Resolution | None = None  # what `resolves` resolved to: `matrix check`'s baseline
 
     def to_json(self) -> dict[str, Any]:
         """Plain data for --json."""
@@ -100,6 +104,12 @@ def prove_row(
         result.failed = f"resolves: {_last_error(err)}"
         return result
     locked = read_lock(lock)
+    result.resolution = Resolution(
+        row_sha256=row.content_hash(),
+        python=locked.python,
+        platform=locked.fields["platform"],
+        pins=resolution_of(lock.read_text(encoding="utf-8")),
+    )
     header = {k: v for k, v in locked.fields.items() if k in ("python", "platform", "uv")}
     pins = len(locked.pins)
     lock.unlink()
@@ -199,6 +209,8 @@ def command(row_ids: Sequence[str], matrix: Matrix, *, json_out: bool, keep_reco
             results.append(result)
             if keep_record and not result.skipped:
                 book = record(book, row, result.steps, result.failed, result.stopped)
+            if keep_record and result.resolution is not None:
+                record_resolved(matrix.path, {row.id: result.resolution})
     if json_out:
         out.write(envelope({"rows": [r.to_json() for r in results]}))
     else:

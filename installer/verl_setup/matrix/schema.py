@@ -230,6 +230,13 @@ class RowsFile:
         from_source = {n for n, e in self.torch_extensions.items() if e.build}
         return [r for r in row.requirements() if r.split("==")[0] not in from_source]
 
+    def without_extensions(self, row: Row) -> list[str]:
+        """The row's requirement lines with every package built against torch left out, and the
+        companions they take with them (what `matrix prove` locks)."""
+        present = [n for n in self.torch_extensions if n in row.packages]
+        out = set(present) | {c for n in present for c in self.torch_extensions[n].companions}
+        return [r for r in row.requirements() if r.split("==")[0].split("[")[0] not in out]
+
     def left_out_modules(self, names: Iterable[str]) -> dict[str, str]:
         """module -> "NAME left out (--without NAME)" for the packages built against torch named."""
         return {

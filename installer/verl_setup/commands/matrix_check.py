@@ -1,0 +1,81 @@
+"""`verl-setup matrix check`: re-resolve rows today, compare with their baseline, exit 5 on a regression."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping, Sequence
+from typing import TextIO
+
+from verl_setup.environment.check import RowCheck, check_row, default_index, indexes_for
+from verl_setup.environment.uv import find_uv, uv_env
+from verl_setup.errors import CheckFailedError
+from verl_setup.matrix.load import Matrix
+from verl_setup.matrix.resolved import load_resolved, record_resolved
+from verl_setup.output import Progress, envelope
+
+
+def text(results: Sequence[RowCheck]) -> str:
+    """One line per row, then what moved and why."""
+    lines = []
+    for r in results:
+        mark = "REGRESSED" if r.regressed else "-" if r.status == "skipped" else "ok"
+        lines.append(f"{r.row:<34} {r.status:<22} {mark:<9} {r.seconds:.0f}s")
+        if r.reason:
+            lines.append(f"    {r.reason}")
+        lines.extend(f"    {y}" for y in r.yanked)
+        # Drift inside the ranges is the common case (dozens a month): one line for all of it.
+        newer = [m for m in r.moved if m.why.startswith("a newer release")]
+        for m in r.moved:
+            if m not in newer:
+                flag = " (regression)" if m.regression else ""
+                lines.append(f"    {m.name}: {m.was or '-'} -> {m.now or '-'}: {m.why}{flag}")
+        if newer:
+            moves = ", ".join(f"{m.name} {m.was}->{m.now}" for m in newer)
+            lines.append(f"    {len(newer)} newer releases within the pins' ranges: {moves}")
+    return "\n".join(lines) + "\n"
+
+
+def command(
+    row_ids: Sequence[str],
+    matrix: Matrix,
+    *,
+    json_out: bool,
+    record: bool,
+    env: Mapping[str, str],
+    out: TextIO,
+) -> int:
+    """Check the rows (all when none are named); exit 5 when any regressed."""
+    rows = [matrix.row(r) for r in row_ids] if row_ids else list(matrix.rows)
+    uv, uv_environment = find_uv(), uv_env(base=env)
+    baseline = load_resolved(matrix.path)
+    default = default_index(uv, uv_environment)
+    progress = Progress()
+    start = time.monotonic()
+    results = []
+    for row in rows:
+        progress.say(f"{row.id}: resolving")
+        results.append(
+            check_row(
+                row,
+                matrix,
+                baseline.get(row.id),
+                uv=uv,
+                env=uv_environment,
+                indexes=indexes_for(row, matrix, default),
+            )
+        )
+    seconds = round(time.monotonic() - start, 1)
+    if record:
+        updates = {r.row: r.resolution for r in results if r.resolution is not None and not r.regressed}
+        if updates:
+            progress.say(f"recorded {len(updates)} resolutions in {record_resolved(matrix.path, updates)}")
+    regressed = [r.row for r in results if r.regressed]
+    if json_out:
+        out.write(
+            envelope({"rows": [r.to_json() for r in results], "regressed": regressed, "seconds": seconds})
+        )
+    else:
+        out.write(text(results))
+    if regressed:
+        raise CheckFailedError(f"{len(regressed)} of {len(results)} rows regressed: {', '.join(regressed)}")
+    return 0
