@@ -19,7 +19,7 @@ PROOF_LEVELS: tuple[ProofLevel, ...] = get_args(ProofLevel)
 RenderTarget = Literal["venv", "docker", "env", "ray", "slurm", "kuberay"]
 RENDER_TARGETS: tuple[RenderTarget, ...] = get_args(RenderTarget)
 
-CheckId = Literal["python", "cuda", "ray", "hf-cache", "gpu-memory", "launch"]
+CheckId = Literal["python", "cuda", "ray", "collective", "hf-cache", "gpu-memory", "memory", "launch"]
 CHECK_IDS: tuple[CheckId, ...] = get_args(CheckId)
 
 
