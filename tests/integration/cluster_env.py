@@ -1,6 +1,7 @@
 """A cached venv with Ray and a CPU-capable torch, and a real two-node Ray cluster on 127.0.0.1.
 
-The venv (Python 3.12, ray 2.60.0, torch 2.11.0, pyarrow, numpy, safetensors) is built with uv once
+The venv (Python 3.12, ray 2.60.0, torch 2.11.0, pyarrow, numpy, safetensors, and verl 0.9.1 without
+its dependencies: the doctor reads its config and code, never imports it) is built with uv once
 into ~/.cache/verl-setup-tests and reused: from a warm uv cache it is hardlinked in seconds. The
 cluster is a head and one worker node on this machine, each its own `ray start --block` on its
 own ports, given --node-ip-address 127.0.0.1. Ray refuses a second node while
@@ -33,7 +34,7 @@ PINS = ("ray==2.60.0", "torch==2.11.0", "pyarrow", "numpy", "safetensors")
 def torch_venv() -> Path:
     """The venv, built once (skip when the index cannot be reached and the cache is cold)."""
     CACHE.mkdir(parents=True, exist_ok=True)
-    venv = CACHE / "ray-2.60.0-torch-2.11.0-py3.12"
+    venv = CACHE / "ray-2.60.0-torch-2.11.0-verl-0.9.1-py3.12"
     with (CACHE / ".lock").open("w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         if (venv / ".complete").exists():
@@ -46,6 +47,7 @@ def torch_venv() -> Path:
         for argv in (
             [uv, "venv", "-q", "--clear", "--python", str(pythons[-1]), str(venv)],
             [uv, "pip", "install", "-q", "--python", str(venv / "bin/python"), *PINS],
+            [uv, "pip", "install", "-q", "--python", str(venv / "bin/python"), "--no-deps", "verl==0.9.1"],
         ):
             if subprocess.run(argv, env=env, capture_output=True, timeout=600, check=False).returncode:
                 pytest.skip(f"cannot install {' '.join(PINS)} here")
