@@ -120,7 +120,7 @@ def start_local_ray(
         folder = tempfile.mkdtemp(prefix="vsr", dir=base)
     except OSError as exc:
         return {"error": f"cannot create a Ray temp dir in {base}: {exc}"}
-    args = {"temp_dir": folder, "num_cpus": num_cpus, "gpus": gpus, "per_bundle": per_bundle, "timeout": 15}
+    args = {"temp_dir": folder, "num_cpus": num_cpus, "gpus": gpus, "per_bundle": per_bundle, "timeout": 5}
     try:
         out = run([python, str(CHILD), json.dumps(args)], timeout=LOCAL_TIMEOUT, env=env, cwd=folder)
     except ProgramError as exc:
