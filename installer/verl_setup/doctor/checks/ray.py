@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from verl_setup.doctor.checks.ray_local import check_local_ray
+from verl_setup.doctor.checks.ray_local import check_local_ray, working_dir_findings
 from verl_setup.doctor.context import Context
 from verl_setup.doctor.probes.ray_probe import CHILD_TIMEOUT, LOOPBACK, RayReading, address_file
 from verl_setup.doctor.result import CheckResult, Evidence, Finding, fold
@@ -20,9 +20,10 @@ LOOPBACK_FIX = (
 
 def check_ray(ctx: Context) -> CheckResult:
     """Reachability (with Ray's own address rewriting), versions, and GPUs for the launch."""
+    uploads = working_dir_findings(ctx)
     reading = ctx.ray
     if reading is None:
-        return check_local_ray(ctx, address_file(ctx.env))
+        return check_local_ray(ctx, address_file(ctx.env), uploads)
     evidence = [
         Evidence(name="address", value=reading.address, source=reading.source),
         Evidence(name="probe", value=reading.probe_python, source="interpreter that ran the Ray probe"),
@@ -52,6 +53,8 @@ def check_ray(ctx: Context) -> CheckResult:
     elif reading.kind == "client":
         findings += _reach(reading, child, evidence)
     findings += _dashboard(reading, child, evidence)
+    findings += uploads[0]
+    evidence += uploads[1]
     return fold(ID, joined + findings, evidence, ok=f"Ray head at {reading.address} answers")
 
 

@@ -20,16 +20,18 @@ from verl_setup.doctor.probes.ray_local import (
     start_local_ray,
     temp_dir,
 )
+from verl_setup.doctor.probes.working_dir import find_working_dir, package_size, upload_limit
 from verl_setup.doctor.result import CheckResult, Evidence, Finding, fold
 
 ID = "ray"
+Uploads = tuple[list[Finding], list[Evidence]]
 GIB = 1024**3
 DISK_FULL = 0.95  # Ray's local_fs_capacity_threshold: above it the node refuses new objects
 NUM_CPUS_KEYS = ("ray_kwargs.ray_init.num_cpus", "ray_init.num_cpus")  # verl >= 0.5, then older
 
 
-def check_local_ray(ctx: Context, record: Path) -> CheckResult:
-    """Findings for the Ray that verl would start here."""
+def check_local_ray(ctx: Context, record: Path, uploads: Uploads = ([], [])) -> CheckResult:
+    """Findings for the Ray that verl would start here (plus the working_dir upload's)."""
     evidence = [
         Evidence(
             name="cluster", value="none: verl starts a private Ray", source=f"no RAY_ADDRESS, no {record}"
@@ -93,6 +95,8 @@ def check_local_ray(ctx: Context, record: Path) -> CheckResult:
         if bundle is not None:
             findings += _bundles(per_node, bundle, counted, key, evidence)
     findings += _live_findings(live, evidence)
+    findings += uploads[0]
+    evidence += uploads[1]
     return fold(
         ID, findings, evidence, ok="a private Ray here has the CPUs, space and GPUs the launch asks for"
     )
@@ -256,3 +260,34 @@ def _live_findings(live: dict[str, Any], evidence: list[Evidence]) -> list[Findi
             remedy="raise ray_init.num_cpus (within the cores this process may use) or lower n_gpus_per_node",
         )
     ]
+
+
+def working_dir_findings(ctx: Context) -> Uploads:
+    """The runtime_env working_dir the launch uploads, against Ray's upload limit."""
+    wd = find_working_dir(ctx.launch, Path.cwd()) if ctx.launch else None
+    if wd is None:
+        return [], []
+    if not wd.path.is_dir():
+        missing = Finding(status="fail", message=f"working_dir {wd.path} ({wd.source}) is not a folder here")
+        return [missing], []
+    total, biggest = package_size(wd)
+    limit, limit_source = upload_limit(ctx.env)
+    top = ", ".join(f"{name} ({size / 2**20:.0f} MiB)" for size, name in biggest[:3])
+    evidence = [
+        Evidence(
+            name="working_dir",
+            value=f"{wd.path}: {total / 2**20:.0f} MiB after {len(wd.excludes)} exclude(s); biggest {top}",
+            source=wd.source,
+        )
+    ]
+    if total <= limit:
+        return [], evidence
+    return [
+        Finding(
+            status="fail",
+            message=f"the working_dir upload is {total / 2**20:.0f} MiB, over Ray's {limit / 2**20:.0f} MiB "
+            f"limit ({limit_source}): the job fails before it starts; biggest: {top}",
+            remedy="add the weights and checkpoints to runtime_env excludes (*.safetensors, *.bin, "
+            "checkpoints/; `verl-setup render ray` writes them), or move them out of the folder",
+        )
+    ], evidence
