@@ -31,7 +31,9 @@ def cluster() -> Iterator[Cluster]:
         stop_cluster(started)
 
 
-def doctor(monkeypatch: pytest.MonkeyPatch, cluster: Cluster, **env: str) -> tuple[int, dict[str, Any]]:
+def doctor(
+    monkeypatch: pytest.MonkeyPatch, cluster: Cluster, *launch: str, **env: str
+) -> tuple[int, dict[str, Any]]:
     for name in [n for n in os.environ if n.startswith(("RAY_", "NCCL_", "GLOO_", "MASTER_"))]:
         monkeypatch.delenv(name)
     monkeypatch.delenv("VIRTUAL_ENV", raising=False)
@@ -40,7 +42,7 @@ def doctor(monkeypatch: pytest.MonkeyPatch, cluster: Cluster, **env: str) -> tup
         monkeypatch.setenv(name, value)
     result = run_cli(
         "doctor", "--json", "--check", "collective", "--prefix", str(cluster.venv),
-        "--ray-address", cluster.address,
+        "--ray-address", cluster.address, *(("--", *launch) if launch else ()),
     )  # fmt: skip
     assert result.err == "", result.err
     check = json.loads(result.out)["checks"][0]
@@ -62,17 +64,26 @@ def test_gloo_all_reduce_and_all_gather_pass_across_two_nodes(
     assert code == 0
 
 
-def test_variables_in_this_shell_but_not_in_the_workers_are_named(
+def test_variables_and_paths_the_workers_lack_are_named(
     cluster: Cluster, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    code, check = doctor(monkeypatch, cluster, GLOO_SOCKET_IFNAME="lo", NCCL_SOCKET_IFNAME="lo")
-    assert check["status"] == "warn", check
-    messages = [f["message"] for f in check["findings"] if f["status"] == "warn"]
+    missing = "/nonexistent/verl-setup-test/model"
+    code, check = doctor(
+        monkeypatch, cluster, "python3", "-m", "verl.trainer.main_ppo",
+        f"actor_rollout_ref.model.path={missing}",
+        GLOO_SOCKET_IFNAME="lo", NCCL_SOCKET_IFNAME="lo",
+    )  # fmt: skip
     ip = next(e["source"] for e in check["evidence"] if e["name"] == "rank 0").split()[2]
-    assert f"GLOO_SOCKET_IFNAME='lo' here, absent in the Ray workers on {ip}" in messages
-    assert f"NCCL_SOCKET_IFNAME='lo' here, absent in the Ray workers on {ip}" in messages
+    warned = [f["message"] for f in check["findings"] if f["status"] == "warn"]
+    assert f"GLOO_SOCKET_IFNAME='lo' here, absent in the Ray workers on {ip}" in warned
+    assert f"NCCL_SOCKET_IFNAME='lo' here, absent in the Ray workers on {ip}" in warned
     assert "before `ray start` on every node" in check["remedy"]
-    assert code == 0
+    # The model path is looked up by a worker on each node: both nodes are named.
+    (blind,) = [f["message"] for f in check["findings"] if f["status"] == "fail"]
+    assert blind.startswith(f"{missing} does not exist for the Ray workers on {ip} (node ")
+    assert blind.count("(node ") == 2
+    assert check["status"] == "fail"
+    assert code == 5
 
 
 def test_a_taken_rendezvous_port_fails_the_collective(

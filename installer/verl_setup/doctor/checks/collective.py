@@ -9,10 +9,14 @@ from __future__ import annotations
 
 import json
 import tempfile
+from pathlib import Path
 from typing import Any
 
+from verl_setup.doctor.checks.launch_targets import MODEL as MODEL_KEY
+from verl_setup.doctor.checks.launch_targets import paths
 from verl_setup.doctor.context import Context
 from verl_setup.doctor.probes import nccl_log
+from verl_setup.doctor.probes.launch_command import hydra_value
 from verl_setup.doctor.probes.network import route_interface
 from verl_setup.doctor.probes.ray_probe import find_address
 from verl_setup.doctor.result import CheckResult, Evidence, Finding, fold, skip
@@ -45,7 +49,7 @@ def check_collective(ctx: Context) -> CheckResult:
         Evidence(name="python", value=target.python, source=target.source),
     ]
     with tempfile.TemporaryDirectory(prefix="vsc", dir="/tmp") as temp:  # Ray socket paths < 108
-        args = {"address": address, "timeout": GROUP_TIMEOUT, "temp_dir": temp}
+        args = {"address": address, "timeout": GROUP_TIMEOUT, "temp_dir": temp, "paths": launch_paths(ctx)}
         try:
             out = run(
                 [target.python, str(_child()), json.dumps(args)], timeout=HARD_TIMEOUT, env=ctx.env, cwd=temp
@@ -115,10 +119,42 @@ def judge(ctx: Context, report: dict[str, Any], evidence: list[Evidence]) -> Che
             )
     for r in failed:
         findings += _failure(r, master_host, report.get("master", ""))
+    findings += _unseen_paths(members)
     for m in members[:1] + [m for m in members[1:] if m["env"] != members[0]["env"]]:
         for d in nccl_log.missing_variables(ctx.env, m["env"], where=f"the Ray workers on {m['node_ip']}"):
             findings.append(Finding(status="warn", message=d.line, remedy=d.remedy))
     return fold(ID, findings, evidence, ok="collective passes")
+
+
+def launch_paths(ctx: Context) -> list[str]:
+    """The local files and folders the launch names (model, data), for every worker to look for."""
+    if ctx.launch is None:
+        return []
+    found = []
+    for key in (MODEL_KEY, "data.train_files", "data.val_files"):
+        given = ctx.launch.override(key)
+        for value in paths(hydra_value(given.value)) if given and given.value else []:
+            if value.startswith(("/", "~")):
+                found.append(str(Path(value).expanduser()))
+    return found
+
+
+def _unseen_paths(members: list[dict[str, Any]]) -> list[Finding]:
+    """A path the launch names that some node's workers cannot see (no shared filesystem there)."""
+    findings = []
+    for path in sorted({p for m in members for p in m.get("paths", {})}):
+        blind = sorted({m["node_ip"] + f" (node {str(m.get('node', '?'))[:8]})" for m in members
+                        if not m.get("paths", {}).get(path)})  # fmt: skip
+        if blind:
+            findings.append(
+                Finding(
+                    status="fail",
+                    message=f"{path} does not exist for the Ray workers on {', '.join(blind)}",
+                    remedy="put the model and data on a filesystem every node mounts at the same path, "
+                    "or copy them to each node (a Hub id in model.path downloads on every node)",
+                )
+            )
+    return findings
 
 
 def _where(members: list[dict[str, Any]], rank: int) -> str:
@@ -160,7 +196,5 @@ def _failure(result: dict[str, Any], master_host: str, master: str) -> list[Find
     return found
 
 
-def _child() -> Any:
-    from pathlib import Path  # noqa: PLC0415
-
+def _child() -> Path:
     return Path(nccl_log.__file__).with_name("collective_child.py")

@@ -19,7 +19,7 @@ from typing import Any
 PREFIXES = ("NCCL_", "GLOO_", "MASTER_", "TORCH_")
 
 
-def member(rank: int, world: int, backend: str, seconds: float) -> Any:
+def member(rank: int, world: int, backend: str, seconds: float, paths: list[str]) -> Any:
     """The actor class (defined inside: Ray and torch are imported only in the target env)."""
     import ray  # noqa: PLC0415
 
@@ -29,7 +29,8 @@ def member(rank: int, world: int, backend: str, seconds: float) -> Any:
             env = {k: v for k, v in os.environ.items() if k.startswith(PREFIXES)}
             node_ip = ray.util.get_node_ip_address()  # type: ignore[no-untyped-call]
             node = ray.get_runtime_context().get_node_id()
-            return {"node_ip": node_ip, "node": node, "host": socket.gethostname(), "env": env}
+            seen = {p: os.path.exists(p) for p in paths}  # noqa: PTH110  # the launch's local paths
+            return {"node_ip": node_ip, "node": node, "host": socket.gethostname(), "env": env, "paths": seen}
 
         def free_port(self) -> int:
             with socket.socket() as s:
@@ -112,7 +113,7 @@ def main() -> None:
         out.update(backend=backend, world=world, nodes=len(nodes))
         actors = []
         for rank, node_id in enumerate(places):
-            cls = member(rank, world, backend, seconds)
+            cls = member(rank, world, backend, seconds, list(args.get("paths") or []))
             options: dict[str, Any] = {
                 "scheduling_strategy": NodeAffinitySchedulingStrategy(node_id=node_id, soft=False)
             }
