@@ -23,7 +23,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.integration.test_doctor_ray import _STARTED, Head, stop_head
+from tests.integration.test_doctor_ray import _STARTED, Head, _clean_env, stop_head
 from verl_setup.environment.uv import find_uv
 
 CACHE = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "verl-setup-tests"
@@ -86,8 +86,7 @@ def start_cluster(venv: Path, base: int) -> Cluster:
     """Head on base.., worker node on base+30..; returns once both nodes are alive."""
     ray = str(venv / "bin/ray")
     temp = Path(tempfile.mkdtemp(prefix="rc", dir="/tmp"))  # socket paths < 108 chars
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("RAY_", "VERL_SETUP_", "NCCL_", "GLOO_"))}
-    env["RAY_AUTH_MODE"] = "disabled"  # a ~/.ray/auth_token left by any other run turns token auth on
+    env = {k: v for k, v in _clean_env().items() if not k.startswith(("NCCL_", "GLOO_"))}
     common = ["--block", "--node-ip-address", "127.0.0.1", "--num-cpus", "1", "--disable-usage-stats"]
     head_argv = [ray, "start", "--head", "--port", str(base)]
     head_argv += [*common, *_ports(base), "--temp-dir", str(temp / "ray"), "--include-dashboard", "false"]
