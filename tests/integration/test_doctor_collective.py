@@ -24,7 +24,7 @@ pytestmark = [pytest.mark.slow, pytest.mark.serial, pytest.mark.network]
 
 @pytest.fixture(scope="module")
 def cluster() -> Iterator[Cluster]:
-    started = start_cluster(torch_venv(), 6500)
+    started = start_cluster(torch_venv(), 6600)  # test_verify owns 6500-6599
     try:
         yield started
     finally:

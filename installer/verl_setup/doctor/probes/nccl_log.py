@@ -39,7 +39,8 @@ _LINE_RULES: tuple[tuple[re.Pattern[str], Cause, str], ...] = (
         _TIMEOUT,
         "timeout",
         "a peer never answered: check that every node reaches the others on the chosen interface "
-        "(firewall, security group) and that NCCL_SOCKET_IFNAME names it",
+        "(firewall, security group) and that NCCL_SOCKET_IFNAME names it; if they all do and a big "
+        "all-gather is only slow, raise actor_rollout_ref.nccl_timeout (verl 0.9: 600 s)",
     ),
 )
 
