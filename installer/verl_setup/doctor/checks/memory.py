@@ -56,6 +56,12 @@ def check_memory(ctx: Context) -> CheckResult:
     )
     limit_name = "the cgroup limit" if limit is not None and limit < ram else "host RAM"
     guessed = ctx.options.model_size is None and model_source == ctx.model_size_gib[1]
+    if guessed and ctx.launch is None:
+        # Neither a model nor a launch: the default size is no evidence to warn on.
+        findings.append(
+            Finding(status="pass", message="no model given (--model-size or a launch): sizes not compared")
+        )
+        return fold(ID, findings + _shm(evidence), evidence, ok="")
     if load > usable:
         findings.append(
             Finding(
