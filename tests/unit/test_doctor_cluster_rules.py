@@ -15,7 +15,7 @@ from tests.conftest import host
 from tests.render_scenarios import SCENARIOS, plan_for
 from verl_setup.doctor.checks.collective import judge
 from verl_setup.doctor.checks.memory import cgroup_limit, meminfo
-from verl_setup.doctor.checks.ray_local import working_dir_findings
+from verl_setup.doctor.checks.ray_local import auth_token_findings, working_dir_findings
 from verl_setup.doctor.context import Context, Options
 from verl_setup.doctor.probes.launch_command import parse_launch
 from verl_setup.doctor.probes.ray_local import cpu_limit, proxy_without_bypass
@@ -144,3 +144,12 @@ def test_collective_verdicts_on_a_child_report() -> None:
 def test_launch_without_ray_job_submit_has_no_working_dir() -> None:
     assert working_dir_findings(ctx("python3", "-m", "verl.trainer.main_ppo")) == ([], [])
     assert parse_launch(["python3", "-m", "verl.trainer.main_ppo"]).argv[0] == "python3"
+
+
+def test_a_left_over_ray_auth_token_is_named(tmp_path: Path) -> None:
+    assert auth_token_findings(ctx(env={"HOME": str(tmp_path)})) == []
+    (tmp_path / ".ray").mkdir()
+    (tmp_path / ".ray/auth_token").write_text("x" * 64)
+    (finding,) = auth_token_findings(ctx(env={"HOME": str(tmp_path)}))
+    assert finding.message.startswith(f"{tmp_path}/.ray/auth_token exists and RAY_AUTH_MODE is unset")
+    assert auth_token_findings(ctx(env={"HOME": str(tmp_path), "RAY_AUTH_MODE": "disabled"})) == []

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from verl_setup.doctor.checks.ray_local import check_local_ray, working_dir_findings
+from verl_setup.doctor.checks.ray_local import auth_token_findings, check_local_ray, working_dir_findings
 from verl_setup.doctor.context import Context
 from verl_setup.doctor.probes.ray_probe import CHILD_TIMEOUT, LOOPBACK, RayReading, address_file
 from verl_setup.doctor.result import CheckResult, Evidence, Finding, fold
@@ -21,6 +21,7 @@ LOOPBACK_FIX = (
 def check_ray(ctx: Context) -> CheckResult:
     """Reachability (with Ray's own address rewriting), versions, and GPUs for the launch."""
     uploads = working_dir_findings(ctx)
+    uploads[0].extend(auth_token_findings(ctx))
     reading = ctx.ray
     if reading is None:
         return check_local_ray(ctx, address_file(ctx.env), uploads)

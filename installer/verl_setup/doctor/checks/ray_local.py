@@ -291,3 +291,21 @@ def working_dir_findings(ctx: Context) -> Uploads:
             "checkpoints/; `verl-setup render ray` writes them), or move them out of the folder",
         )
     ], evidence
+
+
+def auth_token_findings(ctx: Context) -> list[Finding]:
+    """A ~/.ray/auth_token with RAY_AUTH_MODE unset: Ray 2.60's `ray start` turns token auth on."""
+    home = Path(ctx.env.get("HOME") or Path.home())
+    token = Path(ctx.env.get("RAY_AUTH_TOKEN_PATH") or home / ".ray/auth_token")
+    if ctx.env.get("RAY_AUTH_MODE") or not token.is_file():
+        return []
+    return [
+        Finding(
+            status="warn",
+            message=f"{token} exists and RAY_AUTH_MODE is unset: `ray start` here enables token "
+            "authentication, and a client or node without that token fails with 'InvalidAuthToken: "
+            "Authentication token is missing or incorrect'",
+            remedy="give every node and client the same token (RAY_AUTH_TOKEN or the file), or export "
+            "RAY_AUTH_MODE=disabled everywhere, or remove a token left by another run",
+        )
+    ]
