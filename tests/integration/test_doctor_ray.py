@@ -56,7 +56,10 @@ class Head:
 
 
 def _clean_env() -> dict[str, str]:
-    return {k: v for k, v in os.environ.items() if not k.startswith(("RAY_", "VERL_SETUP_"))}
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("RAY_", "VERL_SETUP_"))}
+    # A ~/.ray/auth_token left by any other Ray run turns token auth on for `ray start`.
+    env["RAY_AUTH_MODE"] = "disabled"
+    return env
 
 
 def start_head(base: int, *, keep_loopback: bool, dashboard: int | None, gpus: int) -> Head:
@@ -240,6 +243,7 @@ def doctor(
     for name in [n for n in os.environ if n.startswith("RAY_")]:
         monkeypatch.delenv(name)
     monkeypatch.delenv("VIRTUAL_ENV", raising=False)
+    monkeypatch.setenv("RAY_AUTH_MODE", "disabled")  # as the heads have it (_clean_env)
     if loopback:
         monkeypatch.setenv("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")
     result = run_cli("doctor", "--json", "--host", str(host), *args)
@@ -370,6 +374,10 @@ def test_stale_address_file_is_found_through_rays_temp_dir(
         assert ray["status"] == "fail"
         assert "ray_current_cluster" in ray["summary"]
         assert "stale" in ray["remedy"]
+        # verl's bare ray.init() would join that record (the local ray.init hang, verl #4879)
+        joins = next(f for f in ray["findings"] if f["message"].startswith("RAY_ADDRESS is not set but"))
+        assert joins["status"] == "warn"
+        assert "127.0.0.1:6479" in joins["message"]
         assert result.code == 5
     finally:
         shutil.rmtree(temp, ignore_errors=True)

@@ -65,6 +65,17 @@ def test_doctor_fails_with_a_report_too() -> None:
     assert {"ok", "checks"} <= set(data)
 
 
+def test_doctor_has_one_entry_per_check_in_one_shape() -> None:
+    from verl_setup.util.vocab import CHECK_IDS  # noqa: PLC0415
+
+    result = cli("doctor", "--json", env=tiny_env())
+    data = json.loads(result.stdout)
+    assert [c["id"] for c in data["checks"]] == list(CHECK_IDS)  # memory and collective included
+    for check in data["checks"]:
+        assert set(check) == {"id", "status", "summary", "evidence", "remedy", "findings"}, check["id"]
+        assert check["status"] in ("pass", "warn", "fail", "skip")
+
+
 def test_install_verify_lock_and_a_failed_install(tmp_path: Path) -> None:
     prefix = tmp_path / "env"
     installed = as_json("install", "--matrix", str(TINY_MATRIX), "--prefix", str(prefix), "--json")

@@ -301,7 +301,17 @@ def test_doctor_on_this_gpu_less_machine_is_fast_and_skips_gpu_checks() -> None:
     result = run_cli("doctor", "--json")
     elapsed = time.monotonic() - started
     checks = {c["id"]: c for c in json.loads(result.out)["checks"]}
-    assert list(checks) == ["python", "cuda", "ray", "hf-cache", "gpu-memory", "launch"]
+    assert list(checks) == [
+        "python",
+        "cuda",
+        "ray",
+        "collective",
+        "hf-cache",
+        "gpu-memory",
+        "memory",
+        "launch",
+    ]
+    assert checks["collective"]["status"] == "skip"  # a real collective only when asked by name
     assert checks["cuda"]["status"] == "skip"
     assert "no NVIDIA driver" in checks["cuda"]["summary"]
     assert checks["gpu-memory"]["status"] == "skip"

@@ -326,3 +326,23 @@ def test_docker_build_refuses_buildkit_before_needing_an_engine() -> None:
     result = run_cli("docker", "build", "--no-gpu", "--tag", "x:y", "--buildkit")
     assert result.code == 2
     assert "--buildkit Dockerfiles need BuildKit" in result.err
+
+
+def test_runtime_env_keeps_weights_out_and_names_the_envs_python() -> None:
+    (cpu,) = [s for s in SCENARIOS if s.name == "cpu"]
+    plan = plan_for(cpu)
+    files = {f.name: f.content for f in render(plan, RenderOptions(targets=("ray",), venv="/opt/verl env"))}
+    runtime = yaml.safe_load(files["runtime_env.yaml"])
+    assert {"*.safetensors", "*.bin", "checkpoints/", "/opt/verl env/"} <= set(runtime["excludes"])
+    assert runtime["py_executable"] == "/opt/verl env/bin/python"
+    relative = {f.name: f.content for f in render(plan, RenderOptions(targets=("ray",), venv=".venv"))}
+    runtime = yaml.safe_load(relative["runtime_env.yaml"])
+    assert "py_executable" not in runtime  # a relative env does not reach the workers
+    assert "/.venv/" in runtime["excludes"]
+
+
+def test_sbatch_gives_ray_the_allocations_cpus() -> None:
+    (h200,) = [s for s in SCENARIOS if s.name == "h200-drv580-py312-vllm"]
+    sbatch = render_scenario(h200, ("slurm",))[0].content
+    assert "CPUS=${SLURM_CPUS_ON_NODE:-$(nproc)}" in sbatch
+    assert sbatch.count('--num-cpus="$CPUS"') == 2  # the head and every worker node

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from verl_setup.doctor.probes.env import TargetEnv, choose_python, probe_env
-from verl_setup.doctor.probes.launch_command import Launch, module_of, parse_launch
+from verl_setup.doctor.probes.launch_command import Launch, Resolver, hydra_value, module_of, parse_launch
 from verl_setup.doctor.probes.verl_config import VerlConfig, entry_config, load_config
 from verl_setup.errors import BadInputError, NoCompatibleRowError
 from verl_setup.host.facts import HostFacts, load_host_file
@@ -136,6 +136,18 @@ class Context:
         from verl_setup.doctor.probes.ray_probe import probe_ray  # noqa: PLC0415
 
         return probe_ray(self.options.ray_address, self.env, self.target[0])
+
+    def launch_int(self, key: str, verl_default: int) -> int | None:
+        """An integer setting of the launch: its override, else the installed verl's default."""
+        if self.launch is None:
+            return None
+        config, _ = self.verl_config
+        if config is not None:
+            value, _ = Resolver(self.launch, config, self.env).integer(key)
+            return value
+        given = self.launch.override(key)
+        value = hydra_value(given.value) if given and given.value is not None else verl_default
+        return value if isinstance(value, int) and not isinstance(value, bool) else None
 
     @cached_property
     def model_size_gib(self) -> tuple[float, str]:

@@ -6,10 +6,12 @@ import traceback
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
+from verl_setup.doctor.checks.collective import check_collective
 from verl_setup.doctor.checks.cuda import check_cuda
 from verl_setup.doctor.checks.gpu_memory import check_gpu_memory
 from verl_setup.doctor.checks.hf_cache import check_hf_cache
 from verl_setup.doctor.checks.launch import check_launch
+from verl_setup.doctor.checks.memory import check_memory
 from verl_setup.doctor.checks.python import check_python
 from verl_setup.doctor.checks.ray import check_ray
 from verl_setup.doctor.context import Context, Options
@@ -27,8 +29,10 @@ CHECKS: dict[str, Check] = {
     "python": check_python,
     "cuda": check_cuda,
     "ray": check_ray,
+    "collective": check_collective,
     "hf-cache": check_hf_cache,
     "gpu-memory": check_gpu_memory,
+    "memory": check_memory,
     "launch": check_launch,
 }
 

@@ -7,12 +7,13 @@ The rules are verl's own: Hydra's struct mode (a new key needs `+`), verl's batc
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
 from packaging.version import InvalidVersion, Version
 
+from verl_setup.doctor.checks.launch_targets import lint_targets
 from verl_setup.doctor.context import Context
 from verl_setup.doctor.probes.launch_command import Launch, Resolver
 from verl_setup.doctor.probes.verl_config import MISSING, VerlConfig
@@ -56,6 +57,7 @@ def check_launch(ctx: Context) -> CheckResult:
     findings = lint_keys(ctx.launch, config)
     findings += lint_values(resolver, target.dists, evidence, known_rollouts(config))
     findings += explain_rollout_n(resolver, config, evidence)
+    findings += lint_targets(resolver, target, noter(resolver, evidence), evidence)
     return fold(ID, findings, evidence, ok="launch command fits the installed verl's config")
 
 
@@ -124,13 +126,7 @@ def lint_values(
 ) -> list[Finding]:
     """Engine known and installed, parallel sizes, memory share, and verl's batch-size asserts."""
     findings: list[Finding] = []
-
-    def note(key: str) -> Any:
-        value, source = r.value(key)
-        if value is not MISSING:
-            evidence.append(Evidence(name=key, value=repr(value), source=source))
-        return value
-
+    note = noter(r, evidence)
     name = note(f"{ROLLOUT}.name")
     if name == "???":
         findings.append(
@@ -184,6 +180,20 @@ def lint_values(
     if _ints(per_node, nnodes) and not note(f"{ACTOR}.use_dynamic_bsz"):
         findings += _batch_rules(r, note, per_node * nnodes)
     return findings
+
+
+def noter(r: Resolver, evidence: list[Evidence]) -> Callable[[str], Any]:
+    """A reader of effective values that records each one it reads as evidence (once)."""
+    seen: set[str] = {e.name for e in evidence}
+
+    def note(key: str) -> Any:
+        value, source = r.value(key)
+        if value is not MISSING and key not in seen:
+            seen.add(key)
+            evidence.append(Evidence(name=key, value=repr(value), source=source))
+        return value
+
+    return note
 
 
 def _batch_rules(r: Resolver, note: Any, n_gpus: int) -> list[Finding]:

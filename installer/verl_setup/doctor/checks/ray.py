@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from verl_setup.doctor.checks.ray_local import auth_token_findings, check_local_ray, working_dir_findings
 from verl_setup.doctor.context import Context
-from verl_setup.doctor.probes.launch_command import Resolver, hydra_value
 from verl_setup.doctor.probes.ray_probe import CHILD_TIMEOUT, LOOPBACK, RayReading, address_file
-from verl_setup.doctor.result import CheckResult, Evidence, Finding, fold, skip
+from verl_setup.doctor.result import CheckResult, Evidence, Finding, fold
 
 ID = "ray"
 LOOPBACK_FIX = (
@@ -20,17 +20,16 @@ LOOPBACK_FIX = (
 
 def check_ray(ctx: Context) -> CheckResult:
     """Reachability (with Ray's own address rewriting), versions, and GPUs for the launch."""
+    uploads = working_dir_findings(ctx)
+    uploads[0].extend(auth_token_findings(ctx))
     reading = ctx.ray
     if reading is None:
-        return skip(
-            ID,
-            "no Ray head to check: no --ray-address, no RAY_ADDRESS, no "
-            f"{address_file(ctx.env)}; verl's main_ppo then starts a private Ray itself",
-        )
+        return check_local_ray(ctx, address_file(ctx.env), uploads)
     evidence = [
         Evidence(name="address", value=reading.address, source=reading.source),
         Evidence(name="probe", value=reading.probe_python, source="interpreter that ran the Ray probe"),
     ]
+    joined = _joins_recorded_cluster(ctx, reading)
     child = reading.child
     if child is None:
         return fold(
@@ -55,7 +54,24 @@ def check_ray(ctx: Context) -> CheckResult:
     elif reading.kind == "client":
         findings += _reach(reading, child, evidence)
     findings += _dashboard(reading, child, evidence)
-    return fold(ID, findings, evidence, ok=f"Ray head at {reading.address} answers")
+    findings += uploads[0]
+    evidence += uploads[1]
+    return fold(ID, joined + findings, evidence, ok=f"Ray head at {reading.address} answers")
+
+
+def _joins_recorded_cluster(ctx: Context, reading: RayReading) -> list[Finding]:
+    """A `ray start` record here and no RAY_ADDRESS: verl's bare ray.init() joins that cluster."""
+    if not reading.source.startswith("file ") or ctx.env.get("RAY_ADDRESS"):
+        return []
+    return [
+        Finding(
+            status="warn",
+            message=f"RAY_ADDRESS is not set but {reading.source.split()[1]} names {reading.address}: "
+            "verl's ray.init() joins that cluster instead of starting its own, and hangs if it is gone",
+            remedy=f"export RAY_ADDRESS={reading.address} to join it on purpose, or `ray stop` here "
+            "(and remove the file) to let verl start a private Ray",
+        )
+    ]
 
 
 def _reach(reading: RayReading, child: dict[str, Any], evidence: list[Evidence]) -> list[Finding]:
@@ -222,7 +238,7 @@ def _gpus(ctx: Context, nodes: list[Any], evidence: list[Evidence]) -> list[Find
     """verl's _check_resource_available, before the job is submitted."""
     if ctx.launch is None:
         return []
-    per_node, nnodes = _launch_int(ctx, "trainer.n_gpus_per_node", 8), _launch_int(ctx, "trainer.nnodes", 1)
+    per_node, nnodes = ctx.launch_int("trainer.n_gpus_per_node", 8), ctx.launch_int("trainer.nnodes", 1)
     if per_node is None or nnodes is None:
         return []
     need = per_node * nnodes
@@ -249,17 +265,6 @@ def _gpus(ctx: Context, nodes: list[Any], evidence: list[Evidence]) -> list[Find
             )
         ]
     return []
-
-
-def _launch_int(ctx: Context, key: str, verl_default: int) -> int | None:
-    assert ctx.launch is not None  # noqa: S101  # callers check
-    config, _ = ctx.verl_config
-    if config is not None:
-        value, _ = Resolver(ctx.launch, config, ctx.env).integer(key)
-        return value
-    given = ctx.launch.override(key)
-    value = hydra_value(given.value) if given and given.value is not None else verl_default
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
 def _dashboard(reading: RayReading, child: dict[str, Any], evidence: list[Evidence]) -> list[Finding]:

@@ -1,0 +1,181 @@
+"""Check `memory`: host RAM, the cgroup's memory limit and /dev/shm against the model's size.
+
+Each colocated worker (one per GPU on the node) reads the Hugging Face weights into host memory
+while it builds its model, and a checkpoint save gathers the optimizer state as well: fp32
+master weights and two Adam moments, 12 bytes per parameter, 6x the bf16 weights, sharded over
+the job's nodes. Both are estimates and say so; the sizes they start from are read, not guessed.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from verl_setup.doctor.context import Context
+from verl_setup.doctor.probes.launch_command import hydra_value
+from verl_setup.doctor.probes.model_files import read_model
+from verl_setup.doctor.result import CheckResult, Evidence, Finding, fold
+
+ID = "memory"
+GIB = 1024**3
+MEMINFO = Path("/proc/meminfo")
+CGROUP_ROOT = Path("/sys/fs/cgroup")
+SELF_CGROUP = Path("/proc/self/cgroup")
+SHM = Path("/dev/shm")  # noqa: S108  # read (statvfs), never written
+SHM_FLOOR = 1 * GIB  # NCCL and the rollout engines share tensors through /dev/shm; Docker gives 64 MiB
+OPTIMIZER_FACTOR = 6  # fp32 weights + Adam m and v (12 B/param) over bf16 weights (2 B/param)
+UNLIMITED = 2**60
+
+
+def check_memory(ctx: Context) -> CheckResult:
+    """RAM, cgroup limit and /dev/shm vs the model x colocated workers and a checkpoint save."""
+    evidence: list[Evidence] = []
+    findings: list[Finding] = []
+    ram, available = meminfo()
+    evidence.append(
+        Evidence(name="RAM", value=f"{_gib(ram)} total, {_gib(available)} available", source=str(MEMINFO))
+    )
+    limit, where = cgroup_limit()
+    usable = ram
+    if limit is not None:
+        evidence.append(Evidence(name="cgroup limit", value=_gib(limit), source=where))
+        usable = min(ram, limit)
+    model, model_source = _model_bytes(ctx)
+    evidence.append(Evidence(name="model", value=_gib(model), source=model_source))
+    workers, nnodes, workers_source = _workers(ctx)
+    evidence.append(Evidence(name="workers per node", value=str(workers), source=workers_source))
+    load = model * workers
+    save = model * OPTIMIZER_FACTOR // nnodes + model
+    evidence.append(
+        Evidence(
+            name="estimates",
+            value=f"loading {_gib(load)} (model x {workers} workers); checkpoint save {_gib(save)} "
+            f"(optimizer state {OPTIMIZER_FACTOR}x the model over {nnodes} node(s), plus one full copy)",
+            source="verl FSDP workers load the HF weights per rank; Adam state is 12 B/param",
+        )
+    )
+    limit_name = "the cgroup limit" if limit is not None and limit < ram else "host RAM"
+    guessed = ctx.options.model_size is None and model_source == ctx.model_size_gib[1]
+    if guessed and ctx.launch is None:
+        # Neither a model nor a launch: the default size is no evidence to warn on.
+        findings.append(
+            Finding(status="pass", message="no model given (--model-size or a launch): sizes not compared")
+        )
+        return fold(ID, findings + _shm(evidence), evidence, ok="")
+    if load > usable:
+        findings.append(
+            Finding(
+                status="warn" if guessed else "fail",
+                message=f"{workers} colocated workers loading a {_gib(model)} model need about {_gib(load)}, "
+                f"more than {limit_name} ({_gib(usable)}): the kernel's OOM killer ends a worker "
+                "and Ray reports it as a dead actor",
+                remedy="use fewer GPUs per node, a node (or container limit) with more memory, or "
+                "parameter offload (actor_rollout_ref.actor.fsdp_config.param_offload=True)"
+                + ("; give the real size with --model-size or a local model.path" if guessed else ""),
+            )
+        )
+    elif load > available:
+        findings.append(
+            Finding(
+                status="warn",
+                message=f"loading needs about {_gib(load)}, only {_gib(available)} is available now",
+                remedy="stop what holds the memory (`ps aux --sort=-rss | head`) before the launch",
+            )
+        )
+    if save > usable:
+        findings.append(
+            Finding(
+                status="warn",
+                message=f"a checkpoint save needs about {_gib(save)} of host memory, more than "
+                f"{limit_name} ({_gib(usable)}): saves may be OOM-killed",
+                remedy="save less often, leave 'optimizer' out of "
+                "actor_rollout_ref.actor.checkpoint.save_contents, or use nodes with more memory",
+            )
+        )
+    findings += _shm(evidence)
+    return fold(ID, findings, evidence, ok=f"{_gib(usable)} of memory covers loading and saving")
+
+
+def meminfo(path: Path = MEMINFO) -> tuple[int, int]:
+    """(MemTotal, MemAvailable) in bytes."""
+    values: dict[str, int] = {}
+    for line in path.read_text(encoding="ascii").splitlines():
+        name, _, rest = line.partition(":")
+        parts = rest.split()
+        if parts and parts[0].isdigit():
+            values[name] = int(parts[0]) * 1024
+    return values.get("MemTotal", 0), values.get("MemAvailable", values.get("MemFree", 0))
+
+
+def cgroup_limit(root: Path = CGROUP_ROOT, self_cgroup: Path = SELF_CGROUP) -> tuple[int | None, str]:
+    """This process's cgroup memory limit (v2 memory.max, else v1 memory.limit_in_bytes)."""
+    try:
+        lines = self_cgroup.read_text(encoding="ascii").splitlines()
+    except OSError:
+        return None, ""
+    for line in lines:
+        _, controllers, rel = line.split(":", 2)
+        rel = rel.lstrip("/")
+        if controllers == "":
+            candidates = [root / rel / "memory.max", root / "unified" / rel / "memory.max"]
+        elif "memory" in controllers.split(","):
+            candidates = [root / "memory" / rel / "memory.limit_in_bytes"]
+        else:
+            continue
+        for file in candidates:
+            try:
+                text = file.read_text(encoding="ascii").strip()
+            except OSError:
+                continue
+            if text == "max" or not text.isdigit() or int(text) >= UNLIMITED:
+                continue
+            return int(text), str(file)
+    return None, ""
+
+
+def _shm(evidence: list[Evidence]) -> list[Finding]:
+    try:
+        stat = os.statvfs(SHM)
+    except OSError as exc:
+        return [Finding(status="warn", message=f"cannot read {SHM}: {exc}")]
+    size, free = stat.f_blocks * stat.f_frsize, stat.f_bavail * stat.f_frsize
+    evidence.append(Evidence(name="shm", value=f"{_gib(size)} ({_gib(free)} free)", source=f"statvfs {SHM}"))
+    if free >= SHM_FLOOR:
+        return []
+    return [
+        Finding(
+            status="warn",
+            message=f"{SHM} has {_gib(free)} free: NCCL fails with 'Error while creating shared memory "
+            "segment' and the rollout engines' shared tensors fail below about 1 GiB",
+            remedy="give the container more: docker run --shm-size=16g (or --ipc=host); in Kubernetes "
+            "mount an emptyDir with medium: Memory at /dev/shm",
+        )
+    ]
+
+
+def _model_bytes(ctx: Context) -> tuple[int, str]:
+    """The weights' size: the local model folder the launch names, else --model-size or the default."""
+    given = ctx.launch.override("actor_rollout_ref.model.path") if ctx.launch else None
+    if given is not None and given.value and ctx.options.model_size is None:
+        model = read_model(Path(str(hydra_value(given.value))).expanduser())
+        if model is not None and model.weight_bytes:
+            return model.weight_bytes, f"{model.path}: {model.weight_source}"
+    gib, source = ctx.model_size_gib
+    return int(gib * GIB), source
+
+
+def _workers(ctx: Context) -> tuple[int, int, str]:
+    """Workers colocated per node and the node count: from the launch, else this host's GPUs."""
+    if ctx.launch is not None:
+        per = ctx.launch.override("trainer.n_gpus_per_node")
+        nodes = ctx.launch.override("trainer.nnodes")
+        per_v = hydra_value(per.value) if per and per.value else 8
+        nodes_v = hydra_value(nodes.value) if nodes and nodes.value else 1
+        if isinstance(per_v, int) and isinstance(nodes_v, int) and per_v > 0 and nodes_v > 0:
+            return per_v, nodes_v, "launch trainer.n_gpus_per_node / trainer.nnodes (verl defaults 8 / 1)"
+    gpus = len(ctx.facts.gpus)
+    return max(1, gpus), 1, f"{gpus} GPU(s) on this host" if gpus else "no GPU here: one worker"
+
+
+def _gib(size: int) -> str:
+    return f"{size / GIB:.1f} GiB" if size >= GIB // 10 else f"{size / 2**20:.0f} MiB"

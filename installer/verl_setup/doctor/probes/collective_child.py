@@ -1,0 +1,146 @@
+"""Run as a script in the target env (Ray and torch there): one all-reduce and all-gather, print JSON.
+
+One Ray actor per GPU (or one per alive node without GPUs), each pinned to its node, joins a
+torch.distributed group (NCCL with GPUs, gloo without) and reports its own environment, so a
+variable set in the shell but not in the workers shows. The parent SIGKILLs this process when
+its hard timeout passes; every wait here has its own shorter timeout.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+PREFIXES = ("NCCL_", "GLOO_", "MASTER_", "TORCH_")
+
+
+def member(rank: int, world: int, backend: str, seconds: float, paths: list[str]) -> Any:
+    """The actor class (defined inside: Ray and torch are imported only in the target env)."""
+    import ray  # noqa: PLC0415
+
+    @ray.remote(num_cpus=0)
+    class Member:
+        def hello(self) -> dict[str, Any]:
+            env = {k: v for k, v in os.environ.items() if k.startswith(PREFIXES)}
+            node_ip = ray.util.get_node_ip_address()  # type: ignore[no-untyped-call]
+            node = ray.get_runtime_context().get_node_id()
+            seen = {p: os.path.exists(p) for p in paths}  # noqa: PTH110  # the launch's local paths
+            return {"node_ip": node_ip, "node": node, "host": socket.gethostname(), "env": env, "paths": seen}
+
+        def free_port(self) -> int:
+            with socket.socket() as s:
+                s.bind(("", 0))
+                return int(s.getsockname()[1])
+
+        def run(self, master: str, port: int) -> dict[str, Any]:
+            import datetime  # noqa: PLC0415
+
+            log_file = f"/tmp/verl-setup-nccl-{os.getpid()}.log"  # noqa: S108  # read back below
+            if backend == "nccl":
+                os.environ["NCCL_DEBUG"] = "INFO"
+                os.environ["NCCL_DEBUG_FILE"] = log_file
+            started = time.monotonic()
+            out: dict[str, Any] = {"rank": rank}
+            try:
+                import torch  # type: ignore[import-not-found]  # noqa: PLC0415
+                import torch.distributed as dist  # type: ignore[import-not-found]  # noqa: PLC0415
+
+                device = "cpu"
+                if backend == "nccl":
+                    torch.cuda.set_device(0)  # Ray's CUDA_VISIBLE_DEVICES holds this actor's GPU
+                    device = "cuda"
+                dist.init_process_group(
+                    backend,
+                    init_method=f"tcp://{master}:{port}",
+                    rank=rank,
+                    world_size=world,
+                    timeout=datetime.timedelta(seconds=seconds),
+                )
+                total = torch.ones(4, device=device) * (rank + 1)
+                dist.all_reduce(total)
+                gathered = [torch.zeros(1, device=device) for _ in range(world)]
+                dist.all_gather(gathered, torch.tensor([float(rank)], device=device))
+                out["all_reduce"] = float(total[0].item())
+                out["all_gather"] = [float(t.item()) for t in gathered]
+                dist.destroy_process_group()
+                out["ok"] = True
+            except Exception as exc:  # noqa: BLE001  # every failure is the finding
+                out["ok"] = False
+                out["error"] = f"{type(exc).__name__}: {str(exc).strip().splitlines()[0] if str(exc) else ''}"
+            out["seconds"] = round(time.monotonic() - started, 2)
+            try:
+                log_path = Path(log_file)
+                out["nccl_log"] = log_path.read_text(encoding="utf-8", errors="replace")[-20000:]
+                log_path.unlink()
+            except OSError:
+                out["nccl_log"] = ""
+            return out
+
+    return Member
+
+
+def main() -> None:
+    args = json.loads(sys.argv[1])
+    seconds = float(args["timeout"])
+    out: dict[str, Any] = {"python": sys.executable}
+    try:
+        import ray  # noqa: PLC0415
+        import torch  # noqa: PLC0415, F401  # fail here, not in every actor
+        from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy  # noqa: PLC0415
+    except ImportError as exc:
+        out["error"] = f"cannot import {exc.name}: {exc}"
+        sys.stdout.write(json.dumps(out))
+        return
+    address = args.get("address")
+    if address:
+        ray.init(address=address, log_to_driver=False)
+    else:
+        ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, _temp_dir=args["temp_dir"])
+    try:
+        nodes = [n for n in ray.nodes() if n.get("Alive")]  # type: ignore[no-untyped-call]
+        gpu = any(n.get("Resources", {}).get("GPU", 0) >= 1 for n in nodes) and not args.get("gloo")
+        places: list[str] = []
+        for node in nodes:
+            gpus = int(node.get("Resources", {}).get("GPU", 0))
+            places += [node["NodeID"]] * (gpus if gpu else 1)
+        backend = "nccl" if gpu else "gloo"
+        world = len(places)
+        out.update(backend=backend, world=world, nodes=len(nodes))
+        actors = []
+        for rank, node_id in enumerate(places):
+            cls = member(rank, world, backend, seconds, list(args.get("paths") or []))
+            options: dict[str, Any] = {
+                "scheduling_strategy": NodeAffinitySchedulingStrategy(node_id=node_id, soft=False)
+            }
+            if backend == "nccl":
+                options["num_gpus"] = 1
+            actors.append(cls.options(**options).remote())
+        out["members"] = ray.get([a.hello.remote() for a in actors], timeout=seconds)
+        master = out["members"][0]["node_ip"]
+        port = int(os.environ.get("MASTER_PORT") or ray.get(actors[0].free_port.remote(), timeout=seconds))
+        out["master"] = f"{master}:{port}"
+        refs = [a.run.remote(master, port) for a in actors]
+        ready, _ = ray.wait(refs, num_returns=len(refs), timeout=seconds + 10)
+        out["results"] = [
+            ray.get(ref)
+            if ref in ready
+            else {"rank": rank, "ok": False, "error": "hung: no answer", "seconds": seconds + 10}
+            for rank, ref in enumerate(refs)
+        ]
+        for actor in actors:
+            ray.kill(actor)
+    except Exception as exc:  # noqa: BLE001  # a placement or Ray failure is the finding
+        out["error"] = f"{type(exc).__name__}: {str(exc).strip()[:500]}"
+    finally:
+        ray.shutdown()
+    sys.stdout.write(json.dumps(out))
+    sys.stdout.flush()
+
+
+if __name__ == "__main__":
+    main()

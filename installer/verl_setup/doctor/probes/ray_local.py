@@ -1,0 +1,150 @@
+"""What a Ray started here would meet: the CPUs the cgroup and affinity allow, the temp dir's space,
+proxies, verl's CPUs per GPU bundle, and (ray_local_child.py) a throwaway Ray started for real.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import tempfile
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from verl_setup.util.runner import ProgramError, run
+
+CGROUP_ROOT = Path("/sys/fs/cgroup")
+SELF_CGROUP = Path("/proc/self/cgroup")
+LOCAL_TIMEOUT = 60.0  # ray.init, a placement group and one actor per bundle, under a hard kill
+CHILD = Path(__file__).with_name("ray_local_child.py")
+_POOL_DEFAULT = re.compile(r"max_colocate_count: int = (\d+)")
+_POOL_GIVEN = re.compile(r"RayResourcePool\([^)]*max_colocate_count=(\d+)")
+
+
+@dataclass(frozen=True, kw_only=True)
+class CpuLimit:
+    """The CPUs this process may use, and what limits them."""
+
+    online: int
+    affinity: int
+    quota: float | None
+    quota_source: str
+
+    @property
+    def allowed(self) -> float:
+        return min(self.affinity, self.quota) if self.quota is not None else float(self.affinity)
+
+
+def cpu_limit(root: Path = CGROUP_ROOT, self_cgroup: Path = SELF_CGROUP) -> CpuLimit:
+    """Online CPUs, the affinity mask (taskset, Slurm) and the cgroup CPU quota (v2 cpu.max, v1 cfs)."""
+    quota, source = None, ""
+    try:
+        lines = self_cgroup.read_text(encoding="ascii").splitlines()
+    except OSError:
+        lines = []
+    for line in lines:
+        _, controllers, rel = line.split(":", 2)
+        rel = rel.lstrip("/")
+        if controllers == "":
+            file = root / rel / "cpu.max"
+            try:
+                max_, period = file.read_text(encoding="ascii").split()
+            except (OSError, ValueError):
+                continue
+            if max_ != "max":
+                quota, source = int(max_) / int(period), str(file)
+        elif "cpu" in controllers.split(","):
+            for folder in (root / controllers / rel, root / "cpu" / rel):
+                try:
+                    q = int((folder / "cpu.cfs_quota_us").read_text(encoding="ascii"))
+                    p = int((folder / "cpu.cfs_period_us").read_text(encoding="ascii"))
+                except (OSError, ValueError):
+                    continue
+                if q > 0 and p > 0:
+                    quota, source = q / p, str(folder / "cpu.cfs_quota_us")
+                break
+    return CpuLimit(
+        online=os.cpu_count() or 1, affinity=len(os.sched_getaffinity(0)), quota=quota, quota_source=source
+    )
+
+
+def temp_dir(env: Mapping[str, str]) -> Path:
+    """Ray's temp root: RAY_TMPDIR, else TMPDIR, else /tmp (its sessions live in <root>/ray)."""
+    return Path(env.get("RAY_TMPDIR") or env.get("TMPDIR") or tempfile.gettempdir())
+
+
+def proxy_without_bypass(env: Mapping[str, str], host: str) -> str | None:
+    """The proxy variable gRPC would send Ray's traffic to `host` through, if no_proxy misses it."""
+    proxy = next(
+        (n for n in ("https_proxy", "HTTPS_PROXY", "http_proxy", "HTTP_PROXY", "grpc_proxy") if env.get(n)),
+        None,
+    )
+    if proxy is None:
+        return None
+    bypass = [p.strip() for p in (env.get("no_proxy") or env.get("NO_PROXY") or "").split(",") if p.strip()]
+    for entry in bypass:
+        if entry in ("*", host) or host.endswith("." + entry.lstrip(".")):
+            return None
+        if "/" in entry and _in_cidr(host, entry):
+            return None
+    return proxy
+
+
+def cpus_per_bundle(verl_site: Path) -> tuple[int, str] | None:
+    """CPUs verl puts in each GPU's placement-group bundle (its max_colocate_count), from its code."""
+    trainer = verl_site / "verl/trainer/ppo/ray_trainer.py"
+    base = verl_site / "verl/single_controller/ray/base.py"
+    for file, pattern, after in (
+        (trainer, _POOL_GIVEN, ""),
+        (base, _POOL_DEFAULT, "class ResourcePoolManager"),
+    ):
+        try:
+            text = file.read_text(encoding="utf-8")
+        except OSError:
+            continue
+        text = text[text.find(after) :] if after and after in text else ("" if after else text)
+        m = pattern.search(text)
+        if m:
+            return int(m[1]), f"{file} (max_colocate_count={m[1]})"
+    return None
+
+
+def start_local_ray(
+    python: str, env: Mapping[str, str], *, num_cpus: int | None, gpus: int, per_bundle: int
+) -> dict[str, Any]:
+    """Start a throwaway Ray in a fresh temp dir, place `gpus` bundles and an actor in each."""
+    base = temp_dir(env)
+    try:
+        folder = tempfile.mkdtemp(prefix="vsr", dir=base)
+    except OSError as exc:
+        return {"error": f"cannot create a Ray temp dir in {base}: {exc}"}
+    args = {"temp_dir": folder, "num_cpus": num_cpus, "gpus": gpus, "per_bundle": per_bundle, "timeout": 5}
+    try:
+        out = run([python, str(CHILD), json.dumps(args)], timeout=LOCAL_TIMEOUT, env=env, cwd=folder)
+    except ProgramError as exc:
+        return {"error": f"no answer within {LOCAL_TIMEOUT:g}s: {exc}", "hung": True}
+    finally:
+        _remove(Path(folder))
+    try:
+        result: dict[str, Any] = json.loads(out.stdout)
+    except json.JSONDecodeError:
+        tail = (out.stderr.strip().splitlines() or [f"exit {out.returncode}"])[-1]
+        return {"error": tail}
+    return dict(result, ran=True)
+
+
+def _remove(folder: Path) -> None:
+    import shutil  # noqa: PLC0415
+
+    shutil.rmtree(folder, ignore_errors=True)
+
+
+def _in_cidr(host: str, cidr: str) -> bool:
+    import ipaddress  # noqa: PLC0415
+
+    try:
+        return ipaddress.ip_address(host) in ipaddress.ip_network(cidr, strict=False)
+    except ValueError:
+        return False

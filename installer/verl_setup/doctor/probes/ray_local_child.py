@@ -1,0 +1,77 @@
+"""Run as a script in the target env: start a throwaway Ray as verl's ray.init() would, print JSON.
+
+It places one bundle per requested GPU with verl's CPUs per bundle ({"CPU": n, "GPU": 1}; logical
+GPUs where the machine has none) and starts one actor in each. The parent SIGKILLs this process
+at its hard timeout; here every wait has a shorter one.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from typing import Any
+
+
+def main() -> None:
+    args = json.loads(sys.argv[1])
+    out: dict[str, Any] = {}
+    try:
+        import ray  # noqa: PLC0415
+        from ray._private.utils import get_num_cpus  # noqa: PLC0415
+        from ray.util.placement_group import placement_group, remove_placement_group  # noqa: PLC0415
+        from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy  # noqa: PLC0415
+    except ImportError as exc:
+        out["error"] = f"cannot import {exc.name}"
+        sys.stdout.write(json.dumps(out))
+        return
+    out["ray_counts_cpus"] = get_num_cpus()
+    started = time.monotonic()
+    init: dict[str, Any] = {"include_dashboard": False, "log_to_driver": False, "_temp_dir": args["temp_dir"]}
+    if args.get("num_cpus") is not None:
+        init["num_cpus"] = args["num_cpus"]
+    if args["gpus"]:
+        init["num_gpus"] = args["gpus"]
+    try:
+        ray.init(**init)
+    except Exception as exc:  # noqa: BLE001  # registration timeouts and the like are the finding
+        out["init_error"] = f"{type(exc).__name__}: {str(exc).strip()[:800]}"
+        sys.stdout.write(json.dumps(out))
+        return
+    out["init_seconds"] = round(time.monotonic() - started, 2)
+    try:
+        resources = ray.cluster_resources()  # type: ignore[no-untyped-call]
+        out["cpus"] = resources.get("CPU", 0)
+        out["gpus"] = resources.get("GPU", 0)
+        if args["gpus"]:
+            bundle = {"CPU": args["per_bundle"], "GPU": 1}
+            pg = placement_group([dict(bundle) for _ in range(args["gpus"])], strategy="PACK")
+            ready, _ = ray.wait([pg.ready()], timeout=args["timeout"])
+            out["placement"] = {"bundles": args["gpus"], "per_bundle": bundle, "ready": bool(ready)}
+            if ready:
+
+                @ray.remote(num_cpus=0, num_gpus=1)
+                def where() -> str:
+                    return str(ray.get_runtime_context().get_node_id())
+
+                refs = [
+                    where.options(
+                        scheduling_strategy=PlacementGroupSchedulingStrategy(
+                            pg, placement_group_bundle_index=i
+                        )
+                    ).remote()
+                    for i in range(args["gpus"])
+                ]
+                done, _ = ray.wait(refs, num_returns=len(refs), timeout=args["timeout"])
+                out["actors"] = len(done)
+            remove_placement_group(pg)
+    except Exception as exc:  # noqa: BLE001
+        out["error"] = f"{type(exc).__name__}: {str(exc).strip()[:800]}"
+    finally:
+        ray.shutdown()
+    sys.stdout.write(json.dumps(out))
+    sys.stdout.flush()
+
+
+if __name__ == "__main__":
+    main()
