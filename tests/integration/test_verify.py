@@ -160,7 +160,13 @@ JOIN_ON_LOOPBACK = (
 
 
 def ray_env() -> dict[str, str]:
-    return {**os.environ, "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0", "RAY_USAGE_STATS_ENABLED": "0"}
+    # RAY_AUTH_MODE: a ~/.ray/auth_token left by any other Ray run turns token auth on otherwise.
+    return {
+        **os.environ,
+        "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0",
+        "RAY_USAGE_STATS_ENABLED": "0",
+        "RAY_AUTH_MODE": "disabled",
+    }
 
 
 def flags(ports: dict[str, int]) -> list[str]:
