@@ -138,3 +138,31 @@ def test_missing_matrix_file(tmp_path: Path) -> None:
     result = run_cli("plan", "--no-gpu", "--matrix", str(tmp_path / "nope.yaml"))
     assert result.code == 2
     assert "no such matrix file" in result.err
+
+
+def test_a_bad_driver_string_in_a_row_is_listed_with_the_other_problems(tmp_path: Path) -> None:
+    path = copy_with(
+        tmp_path,
+        'driver: {compat: "580.65.06", strict: "580.65.06"}',
+        'driver: {compat: "r580", strict: "580.65.06"}',
+    )
+    path.write_text(
+        path.read_text()
+        .replace("    pacakges", "    packages")
+        .replace('      ray: "2.58.0"\n', '      ray: "2.58.0"\n      wandb: "0.21.0"\n', 1)
+    )
+    problems, matrix = check(path)
+    assert matrix is None
+    assert any("requires.driver: bad driver version 'r580'" in p for p in problems), problems
+    assert any("no evidence for 'wandb'" in p for p in problems), problems  # not the only one listed
+
+
+def test_every_new_row_kind_states_its_evidence() -> None:
+    matrix = load_matrix()
+    megatron = [r for r in matrix.rows if r.backend == "megatron"]
+    arm = [r for r in matrix.rows if r.requires.arch == ("aarch64",)]
+    assert megatron
+    assert arm
+    assert all("requires.arch" in r.evidence for r in arm)
+    assert all({"transformer-engine", "megatron-core"} <= set(r.evidence) for r in megatron)
+    assert {v for u in matrix.rows_file.unfit for v in u.versions} >= {"0.32.0", "0.33.0", "0.5.15"}

@@ -260,7 +260,10 @@ def _check_requires(row: Row, rules: CudaRules) -> list[str]:
     floor, full = rules.family_floor(req.cuda), rules.full_support(req.cuda)
     if floor is None or full is None:
         return [*out, f"requires.cuda: CUDA {req.cuda} is not in cuda.yaml"]
-    compat, strict = DriverVersion.parse(req.driver.compat), DriverVersion.parse(req.driver.strict)
+    try:
+        compat, strict = DriverVersion.parse(req.driver.compat), DriverVersion.parse(req.driver.strict)
+    except BadInputError as exc:  # listed with every other problem, not raised alone
+        return [*out, f"requires.driver: {exc}"]
     if compat < floor:
         out.append(f"requires.driver.compat: {compat} is below CUDA {req.cuda}'s family floor {floor}")
     if strict < full:
