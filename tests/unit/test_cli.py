@@ -98,3 +98,18 @@ def test_module_entry_point_and_help_work_in_a_subprocess() -> None:
     assert out.returncode == 0
     assert "detect" in out.stdout
     assert "plan" in out.stdout
+
+
+def test_install_refuses_a_plan_that_needs_cuda_forward_compatibility_before_changing_anything(
+    tmp_path: Path,
+) -> None:
+    prefix = tmp_path / "env"
+    argv = ["--driver", "535.129.03", "--gpu", "H100", "--policy", "forward", "--without", "flash-attn"]
+    result = run_cli("install", *argv, "--prefix", str(prefix), "--dry-run")
+    assert result.code == 4
+    assert "only through CUDA forward compatibility" in result.err
+    assert "render docker --policy forward" in result.err
+    assert not prefix.exists()
+    rendered = run_cli("render", "docker", *argv, "--out", str(tmp_path / "image"))
+    assert rendered.code == 0, rendered.err
+    assert "cuda-compat-13-0" in (tmp_path / "image" / "Dockerfile").read_text()

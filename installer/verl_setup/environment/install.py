@@ -222,6 +222,12 @@ def prepare(options: InstallOptions, env: Mapping[str, str], progress: Progress)
         progress.step("plan", f"lock {lock.path.name}: row {lock.row_id}, Python {lock.python}")
         if lock.row_id != row.id:
             progress.say(f"warning: the lock is for row {lock.row_id}; this machine's plan selects {row.id}")
+    if plan.needs_forward_compat:
+        raise InstallError(
+            f"row {row.id} runs on driver {plan.target.driver.value} only through CUDA forward "
+            "compatibility, which works inside the image `verl-setup render docker --policy forward` "
+            "makes, not in a venv on this host; nothing was changed"
+        )
     requests = options.extensions if lock is None else lock.requests(options.extensions)
     recipe = recipe_for(plan, requests, env)
     for warning in (*plan.warnings, *recipe.warnings):

@@ -44,6 +44,11 @@ class Plan:
     index_url: str | None
     unfit: tuple[Unfit, ...] = ()  # engine releases the matrix says the asked verl line excludes
 
+    @property
+    def needs_forward_compat(self) -> bool:
+        """The row's CUDA runs on this driver only through CUDA forward compatibility (the image)."""
+        return relies_on_forward_compat(self.row, self.target, self.matrix)
+
     def to_json(self) -> dict[str, Any]:
         """The documented `plan --json` object (schema 1)."""
         return {
@@ -359,20 +364,29 @@ def _warnings(row: Row, target: Target, matrix: Matrix) -> list[str]:
     return out
 
 
+def relies_on_forward_compat(row: Row, target: Target, matrix: Matrix) -> bool:
+    """--policy forward, and the driver is below the row's CUDA family floor."""
+    req, driver = row.requires, target.driver.value
+    family = matrix.cuda.family_floor(req.cuda) if req.cuda else None
+    return target.policy.value == "forward" and driver is not None and family is not None and driver < family
+
+
 def _forward_warnings(row: Row, target: Target, matrix: Matrix) -> list[str]:
     """What a plan that rests on CUDA forward compatibility must say, loudly."""
     req, driver, facts = row.requires, target.driver.value, matrix.cuda.facts.forward_compat
-    family = matrix.cuda.family_floor(req.cuda) if req.cuda else None
-    if target.policy.value != "forward" or driver is None or family is None or driver >= family:
-        return []
-    if req.cuda is None or facts is None:
+    if (
+        not relies_on_forward_compat(row, target, matrix)
+        or req.cuda is None
+        or facts is None
+        or driver is None
+    ):
         return []
     major, minor = req.cuda.split(".")[:2]
     package = facts.package.format(major=major, minor=minor)
     out = [
         f"policy forward: CUDA {req.cuda} on driver {driver} works only inside the rendered image, which "
         f"installs {package} and puts {facts.library_dir.format(major=major, minor=minor)} first on "
-        "LD_LIBRARY_PATH; a venv install on this host will fail at CUDA initialisation "
+        "LD_LIBRARY_PATH; `install` refuses it on this host (a venv would fail at CUDA initialisation) "
         "(render docker; `verl-setup doctor cuda` in the container shows whether the compat driver loaded)"
     ]
     branch = str(driver.major)

@@ -106,12 +106,8 @@ class ForwardCompat:
 
 def forward_compat(plan: Plan) -> ForwardCompat | None:
     """The cuda-compat package and variables, when the plan rests on forward compatibility."""
-    req, driver = plan.row.requires, plan.target.driver.value
-    facts = plan.matrix.cuda.facts.forward_compat
-    family = plan.matrix.cuda.family_floor(req.cuda) if req.cuda else None
-    if plan.policy != "forward" or facts is None or req.cuda is None or driver is None or family is None:
-        return None
-    if driver >= family:
+    req, facts = plan.row.requires, plan.matrix.cuda.facts.forward_compat
+    if not plan.needs_forward_compat or facts is None or req.cuda is None:
         return None  # the driver runs this CUDA itself: nothing to add
     major, minor = req.cuda.split(".")[:2]
     fill = {"major": major, "minor": minor}
