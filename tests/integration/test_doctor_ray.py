@@ -224,16 +224,26 @@ def host_json(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return path
 
 
-@pytest.fixture(autouse=True)
-def _hard_limit() -> Iterator[None]:
+@contextlib.contextmanager
+def hard_limit(seconds: int) -> Iterator[None]:
+    """SIGALRM after `seconds`: a hang fails the test instead of stalling the suite."""
+
     def expired(_signum: int, _frame: object) -> None:
-        raise TimeoutError(f"test ran past its {TEST_LIMIT}s hard limit")
+        raise TimeoutError(f"test ran past its {seconds}s hard limit")
 
     previous = signal.signal(signal.SIGALRM, expired)
-    signal.alarm(TEST_LIMIT)
-    yield
-    signal.alarm(0)
-    signal.signal(signal.SIGALRM, previous)
+    signal.alarm(seconds)
+    try:
+        yield
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+@pytest.fixture(autouse=True)
+def _hard_limit() -> Iterator[None]:
+    with hard_limit(TEST_LIMIT):
+        yield
 
 
 def doctor(
