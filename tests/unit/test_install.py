@@ -260,3 +260,27 @@ def test_the_tiny_matrix_validates_and_its_stand_in_wheels_rebuild_byte_for_byte
     for name in committed:
         here = tmp_path / name.removeprefix("wheels/")
         assert (TINY / name).read_bytes() == here.read_bytes(), name
+
+
+@pytest.mark.subprocess
+def test_ctrl_c_while_a_tied_child_is_being_started_still_kills_that_child(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Without the deferred signal, Ctrl-C inside Popen left a started uv that nobody killed, still
+    # writing into the staging dir while it was deleted (a leftover seen once in CI).
+    from verl_setup.util import runner  # noqa: PLC0415
+
+    started: list[subprocess.Popen[str]] = []
+    real = subprocess.Popen
+
+    def popen_then_ctrl_c(*args: object, **kwargs: object) -> subprocess.Popen[str]:
+        proc: subprocess.Popen[str] = real(*args, **kwargs)  # type: ignore[call-overload]
+        started.append(proc)
+        os.kill(os.getpid(), signal.SIGINT)  # lands while Popen has not returned yet
+        return proc
+
+    monkeypatch.setattr(subprocess, "Popen", popen_then_ctrl_c)
+    with pytest.raises(KeyboardInterrupt):
+        runner.stream(["sleep", "30"], timeout=60)
+    (child,) = started
+    assert child.poll() is not None  # killed and reaped, not left running

@@ -10,6 +10,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import threading
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
@@ -75,6 +76,10 @@ def _execute(
         raise ProgramError(f"{argv[0]}: not found on PATH")
     full = (exe, *argv[1:])
     log.debug("run %s (timeout %.1fs)", full, timeout)
+    # Ctrl-C or SIGTERM during Popen would leave a started child that nobody kills (Popen keeps
+    # no handle on it), still writing into a staging dir while it is deleted: for a tied child
+    # they wait until the child is known, then land in the try below, which kills it.
+    mask = _block(tied)
     try:
         # A new session lets a timeout kill the whole group: a hung nvidia-smi may have children
         # that keep the pipes open, and subprocess.run would then wait on them forever.
@@ -91,11 +96,13 @@ def _execute(
             # A killed parent must not leave uv writing into a staging dir that the next run
             # deletes; the kernel delivers SIGKILL to the child when we die. (preexec_fn forces
             # a plain fork, so the quick probes skip it.)
-            preexec_fn=_tie_to_parent(_prctl()) if tied else None,  # noqa: PLW1509  # only prctl
+            preexec_fn=_tie_to_parent(_prctl(), mask) if tied else None,  # noqa: PLW1509  # prctl, mask
         )
     except OSError as exc:
+        _unblock(mask)
         raise ProgramError(f"{argv[0]}: {exc.strerror or exc}") from exc
     try:
+        _unblock(mask)  # a signal that came during Popen is raised here, with the child known
         stdout, stderr = proc.communicate(timeout=timeout)
     except subprocess.TimeoutExpired as exc:
         _kill_group(proc)
@@ -130,10 +137,29 @@ def _prctl() -> Callable[..., int] | None:
     return prctl
 
 
-def _tie_to_parent(prctl: Callable[..., int] | None) -> Callable[[], None]:
+_DEFERRED = (signal.SIGINT, signal.SIGTERM)
+
+
+def _block(tied: bool) -> set[int | signal.Signals] | None:
+    """Defer Ctrl-C and SIGTERM (main thread, tied children only); the previous mask, or None."""
+    if not tied or threading.current_thread() is not threading.main_thread():
+        return None
+    return signal.pthread_sigmask(signal.SIG_BLOCK, _DEFERRED)
+
+
+def _unblock(mask: set[int | signal.Signals] | None) -> None:
+    if mask is not None:
+        signal.pthread_sigmask(signal.SIG_SETMASK, mask)
+
+
+def _tie_to_parent(
+    prctl: Callable[..., int] | None, mask: set[int | signal.Signals] | None
+) -> Callable[[], None]:
     parent = os.getpid()
 
     def child() -> None:
+        if mask is not None:  # the child starts with the signals the parent had before
+            signal.pthread_sigmask(signal.SIG_SETMASK, mask)
         if prctl is not None:
             prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
             if os.getppid() != parent:  # the parent died before prctl took effect
