@@ -262,25 +262,30 @@ def test_the_tiny_matrix_validates_and_its_stand_in_wheels_rebuild_byte_for_byte
         assert (TINY / name).read_bytes() == here.read_bytes(), name
 
 
+# Run in a fresh interpreter: the deferral works in a process's main thread (where the CLI runs),
+# and a pytest-xdist worker may run tests in another thread.
+CTRL_C_DURING_POPEN = """
+import os, signal, subprocess
+from verl_setup.util import runner
+started, real = [], subprocess.Popen
+def popen_then_ctrl_c(*args, **kwargs):
+    proc = real(*args, **kwargs)
+    started.append(proc)
+    os.kill(os.getpid(), signal.SIGINT)  # lands while Popen has not returned yet
+    return proc
+subprocess.Popen = popen_then_ctrl_c
+try:
+    runner.stream(["sleep", "30"], timeout=60)
+except KeyboardInterrupt:
+    print("interrupted", "killed" if started[0].poll() is not None else "still running")
+"""
+
+
 @pytest.mark.subprocess
-def test_ctrl_c_while_a_tied_child_is_being_started_still_kills_that_child(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
+def test_ctrl_c_while_a_tied_child_is_being_started_still_kills_that_child() -> None:
     # Without the deferred signal, Ctrl-C inside Popen left a started uv that nobody killed, still
     # writing into the staging dir while it was deleted (a leftover seen once in CI).
-    from verl_setup.util import runner  # noqa: PLC0415
-
-    started: list[subprocess.Popen[str]] = []
-    real = subprocess.Popen
-
-    def popen_then_ctrl_c(*args: object, **kwargs: object) -> subprocess.Popen[str]:
-        proc: subprocess.Popen[str] = real(*args, **kwargs)  # type: ignore[call-overload]
-        started.append(proc)
-        os.kill(os.getpid(), signal.SIGINT)  # lands while Popen has not returned yet
-        return proc
-
-    monkeypatch.setattr(subprocess, "Popen", popen_then_ctrl_c)
-    with pytest.raises(KeyboardInterrupt):
-        runner.stream(["sleep", "30"], timeout=60)
-    (child,) = started
-    assert child.poll() is not None  # killed and reaped, not left running
+    out = subprocess.run(
+        [sys.executable, "-c", CTRL_C_DURING_POPEN], capture_output=True, text=True, timeout=60
+    )
+    assert out.stdout.strip() == "interrupted killed", out.stdout + out.stderr
