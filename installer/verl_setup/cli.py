@@ -198,7 +198,7 @@ def _run_matrix_show(args: argparse.Namespace) -> int:
 
 
 def _run_matrix_prove(args: argparse.Namespace) -> int:
-    from verl_setup.environment.prove import command  # noqa: PLC0415
+    from verl_setup.maintenance.prove import command  # noqa: PLC0415
     from verl_setup.matrix.load import load_matrix  # noqa: PLC0415
 
     matrix = load_matrix(args.matrix)
