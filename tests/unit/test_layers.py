@@ -12,7 +12,7 @@ PACKAGE = Path(__file__).resolve().parents[2] / "installer" / "verl_setup"
 
 # Lowest first. A module may import its own layer and any layer below it.
 LAYERS = (
-    ("verl_setup", "verl_setup.errors", "verl_setup.util", "verl_setup.output"),
+    ("verl_setup", "verl_setup.errors", "verl_setup.util", "verl_setup.output", "verl_setup.scripts"),
     ("verl_setup.matrix",),
     ("verl_setup.host",),
     ("verl_setup.plan",),
