@@ -62,6 +62,61 @@ def stream(
     return _execute(argv, timeout=timeout, env=env, cwd=cwd, passthrough=passthrough, tied=True)
 
 
+def follow(
+    argv: Sequence[str],
+    *,
+    timeout: float,
+    on_line: Callable[[str], None],
+    env: Mapping[str, str] | None = None,
+    cwd: str | None = None,
+) -> int:
+    """For builds that run for hours: stdout and stderr merged, each line handed to `on_line` as
+    it comes; the child dies with us (SIGKILL included), Ctrl-C or the timeout kills its group."""
+    exe = argv[0] if os.sep in argv[0] else shutil.which(argv[0])
+    if exe is None:
+        raise ProgramError(f"{argv[0]}: not found on PATH")
+    log.debug("follow %s (timeout %.1fs)", argv, timeout)
+    mask = _block(True)
+    try:
+        proc = subprocess.Popen(
+            (exe, *argv[1:]),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            text=True,
+            errors="replace",
+            env=None if env is None else dict(env),
+            cwd=cwd,
+            start_new_session=True,
+            preexec_fn=_tie_to_parent(_prctl(), mask),  # noqa: PLW1509  # prctl, mask
+        )
+    except OSError as exc:
+        _unblock(mask)
+        raise ProgramError(f"{argv[0]}: {exc.strerror or exc}") from exc
+    expired = threading.Event()
+
+    def expire() -> None:
+        expired.set()
+        _kill_group(proc)
+
+    timer = threading.Timer(timeout, expire)
+    try:
+        _unblock(mask)
+        timer.start()
+        assert proc.stdout is not None  # noqa: S101  # PIPE was asked for
+        for line in proc.stdout:
+            on_line(line.rstrip("\n"))
+        code = proc.wait()
+    except BaseException:
+        _kill_group(proc)
+        raise
+    finally:
+        timer.cancel()
+    if expired.is_set():
+        raise ProgramError(f"{argv[0]}: no end within {timeout:g}s")
+    return code
+
+
 def _execute(
     argv: Sequence[str],
     *,
