@@ -63,3 +63,15 @@ def test_a_source_flag_is_name_equals_path() -> None:
     assert parse_sources(["flash-attn=/tmp/fa.tar.gz"]) == {"flash-attn": "/tmp/fa.tar.gz"}
     with pytest.raises(BadInputError, match="expected NAME=PATH"):
         parse_sources(["flash-attn"])
+
+
+@pytest.mark.subprocess
+def test_follow_hands_over_each_line_as_it_comes_and_kills_at_the_timeout() -> None:
+    from verl_setup.util.runner import ProgramError, follow  # noqa: PLC0415
+
+    lines: list[str] = []
+    code = follow(["sh", "-c", "echo one; echo two >&2; exit 3"], timeout=30, on_line=lines.append)
+    assert (code, lines) == (3, ["one", "two"])
+    with pytest.raises(ProgramError, match="no end within 0.5s"):
+        follow(["sh", "-c", "echo start; sleep 30"], timeout=0.5, on_line=lines.append)
+    assert lines[-1] == "start"

@@ -184,20 +184,12 @@ def _scratch_env(
         {r for n, _ in row_extensions(plan, options.only) for r in facts[n].build_requires}
     )
     torch_pins = [f"torch=={row.torch.version}"]
-    _uv(
-        [
-            uv,
-            "pip",
-            "install",
-            "-q",
-            "--python",
-            str(python),
-            *torch_pins,
-            *build_requires,
-            *index_flags(plan.index_url),
-        ],
-        uvenv,
-    )
+
+    def pip_install(*requirements: str) -> None:  # torch pinned again, so nothing moves it
+        argv = [uv, "pip", "install", "-q", "--python", str(python), *torch_pins, *requirements]
+        _uv([*argv, *index_flags(plan.index_url)], uvenv)
+
+    pip_install(*build_requires)
     site = installed_site(python)
     cuda = row.torch.cuda or ""
     toolkit = None if options.nvcc == "pypi" else host_toolkit(cuda, env)
@@ -212,20 +204,7 @@ def _scratch_env(
         major = cuda.split(".")[0]
         why = "--nvcc pypi" if options.nvcc == "pypi" else f"no CUDA {major}.x toolkit on this host"
         progress.step("nvcc", f"{why}: {' '.join(extra)} from the index")
-        _uv(
-            [
-                uv,
-                "pip",
-                "install",
-                "-q",
-                "--python",
-                str(python),
-                *torch_pins,
-                *extra,
-                *index_flags(plan.index_url),
-            ],
-            uvenv,
-        )
+        pip_install(*extra)
         toolkit = pypi_toolkit(site, torch.cuda if torch and torch.cuda else cuda, env)
     progress.step("nvcc", f"nvcc {toolkit.version} from {toolkit.source}")
     return python, toolkit
