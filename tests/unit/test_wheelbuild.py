@@ -72,6 +72,6 @@ def test_follow_hands_over_each_line_as_it_comes_and_kills_at_the_timeout() -> N
     lines: list[str] = []
     code = follow(["sh", "-c", "echo one; echo two >&2; exit 3"], timeout=30, on_line=lines.append)
     assert (code, lines) == (3, ["one", "two"])
-    with pytest.raises(ProgramError, match="no end within 0.5s"):
+    with pytest.raises(ProgramError, match=r"no end within 0\.5s"):
         follow(["sh", "-c", "echo start; sleep 30"], timeout=0.5, on_line=lines.append)
     assert lines[-1] == "start"

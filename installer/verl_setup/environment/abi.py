@@ -9,6 +9,7 @@ one line naming both torches, instead of at import as `undefined symbol: _ZN3c10
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 import re
 import time
@@ -89,17 +90,8 @@ class AbiFinding:
 
     def to_json(self) -> dict[str, Any]:
         """The finding as plain data (paths as strings)."""
-        return {
-            "kind": self.kind,
-            "file": str(self.file),
-            "distribution": self.distribution,
-            "built_torch": self.built_torch,
-            "installed_torch": self.installed_torch,
-            "missing": list(self.missing),
-            "cuda_needed": self.cuda_needed,
-            "torch_cuda": self.torch_cuda,
-            "message": self.message,
-        }
+        data = dataclasses.asdict(self)
+        return {**data, "file": str(self.file), "missing": list(self.missing)}
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -193,6 +185,32 @@ def check_site_packages(folders: Sequence[Path]) -> AbiReport:
         findings=tuple(findings),
         seconds=time.monotonic() - started,
     )
+
+
+def check_wheel(wheel: Path, site_packages: Path) -> AbiReport:
+    """Check a wheel's compiled extensions against the torch in `site_packages` before installing it."""
+    import tempfile  # noqa: PLC0415
+    import zipfile  # noqa: PLC0415
+
+    with tempfile.TemporaryDirectory(prefix="verl-setup-abi-") as tmp:
+        unpacked = Path(tmp)
+        try:
+            with zipfile.ZipFile(wheel) as archive:
+                for member in archive.namelist():
+                    if ".dist-info/" in member or ".so" in member.rsplit("/", 1)[-1]:
+                        archive.extract(member, unpacked)  # zipfile keeps members inside `unpacked`
+        except (OSError, zipfile.BadZipFile) as exc:
+            raise ElfError(f"{wheel.name}: not a readable wheel ({exc})") from exc
+        report = check_site_packages([site_packages, unpacked])
+        inside = tuple(p for p in report.checked if unpacked in p.parents)
+        findings = tuple(f for f in report.findings if unpacked in f.file.parents)
+        return dataclasses.replace(
+            report,
+            checked=tuple(Path(wheel.name) / p.relative_to(unpacked) for p in inside),
+            findings=tuple(
+                dataclasses.replace(f, file=Path(wheel.name) / f.file.relative_to(unpacked)) for f in findings
+            ),
+        )
 
 
 def installed_torch(site_packages: Path) -> Torch | None:
