@@ -56,7 +56,6 @@ def test_an_extension_built_against_torch_2_6_beside_torch_2_11_is_named_with_bo
     imported = run_extension(env)
     assert imported.returncode != 0
     assert f"undefined symbol: {finding.missing[0]}" in imported.stderr
-    assert report.seconds < 10
 
 
 def test_a_build_record_in_the_wheel_names_the_exact_torch(old_wheel: Path, tmp_path: Path) -> None:
