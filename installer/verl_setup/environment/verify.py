@@ -39,7 +39,7 @@ NO_LONGER_CONFLICTS = {"pynvml": Version("12")}
 Kind = Literal["missing", "replaced", "changed", "harmful", "duplicate", "python", "unreachable"]
 
 # What verify asks an interpreter (host/interpreter.py), here and in each Ray node's workers.
-PROBE_PARTS = ("markers",)
+PROBE_PARTS = ("paths", "markers")
 PROBE_FUNCTION = FUNCTION + f"def _probe():\n    return _interrogate({PROBE_PARTS!r}, '*')\n"
 
 
@@ -74,7 +74,7 @@ class Snapshot:
         return cls(
             python=answer.full_version,
             executable=answer.executable,
-            prefix=answer.prefix,
+            prefix=str(answer.prefix),
             platform=str(answer.platform),
             hostname=str(answer.hostname),
             markers=answer.markers,
