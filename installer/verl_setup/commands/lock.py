@@ -28,7 +28,7 @@ def run(args: argparse.Namespace, env: Mapping[str, str], out: TextIO) -> int:
     progress.step("plan", f"row {plan.row.id}, Python {plan.python}; resolving with hashes")
     for warning in recipe.warnings:
         progress.say(f"warning: {warning}")
-    text = compile_lock(plan, recipe, uv=find_uv(), env=uv_env(base=env))
+    text = compile_lock(plan, recipe, uv=find_uv(), env=uv_env(base=env, warn=progress.say))
     pins = len(parse(text, Path("<new lock>")).pins)
     if to_stdout:
         out.write(text)

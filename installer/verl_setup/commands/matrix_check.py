@@ -46,10 +46,10 @@ def command(
 ) -> int:
     """Check the rows (all when none are named); exit 5 when any regressed."""
     rows = [matrix.row(r) for r in row_ids] if row_ids else list(matrix.rows)
-    uv, uv_environment = find_uv(), uv_env(base=env)
+    progress = Progress()
+    uv, uv_environment = find_uv(), uv_env(base=env, warn=progress.say)
     baseline = load_resolved(matrix.path)
     default = default_index(uv, uv_environment)
-    progress = Progress()
     start = time.monotonic()
     results = []
     for row in rows:

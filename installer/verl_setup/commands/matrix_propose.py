@@ -64,8 +64,8 @@ def command(
         raise BadInputError(f"--since {since!r}: give a date as YYYY-MM-DD")
     if out_file is not None and out_file.exists():
         raise BadInputError(f"--out {out_file} exists; propose writes only a new file, for review")
-    uv, uv_environment = find_uv(), uv_env(base=env)
     progress = Progress()
+    uv, uv_environment = find_uv(), uv_env(base=env, warn=progress.say)
     index = default_index(uv, uv_environment)
     if since is None:
         since = default_since(matrix, index)

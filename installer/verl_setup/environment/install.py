@@ -259,7 +259,7 @@ def prepare(options: InstallOptions, env: Mapping[str, str], progress: Progress)
         staging=staging,
         commands=uv_commands(uv, staging, choice, recipe, lock),
         uv=uv,
-        uv_env=uv_env(python_downloads=downloads, base=env),
+        uv_env=uv_env(python_downloads=downloads, base=env, warn=progress.say),
         env=env,
         import_timeout=options.import_timeout,
     )

@@ -1,4 +1,5 @@
-"""The machine a plan is for: flags > VERL_SETUP_* environment > host file > detection.
+"""The machine a plan is for: flags > VERL_SETUP_* environment > host file > detection (which
+uv's UV_CUDA_DRIVER_VERSION and conda's CONDA_OVERRIDE_CUDA override, plan/anchors.py).
 
 Precedence is applied here and only here; each value keeps the name of where it came from.
 """
@@ -14,6 +15,7 @@ from typing import Any, Generic, TypeVar
 from verl_setup.errors import BadInputError, NoCompatibleRowError
 from verl_setup.host.facts import HostFacts, PythonInterpreter
 from verl_setup.matrix.cuda import CudaRules
+from verl_setup.plan.anchors import anchor_driver
 from verl_setup.util.versions import DriverVersion, fmt, parse_count, parse_minor, parse_python, shown
 from verl_setup.util.vocab import BACKEND_NAMES, ENGINE_NAMES, POLICIES, BackendName, Policy
 
@@ -133,13 +135,24 @@ def build_target(
         return None, ""
 
     env_no_gpu = env.get("VERL_SETUP_NO_GPU", "").strip().lower() in {"1", "true", "yes"}
-    no_gpu = request.no_gpu or env_no_gpu
-    no_gpu_source = "flag --no-gpu" if request.no_gpu else "env VERL_SETUP_NO_GPU"
     driver_text, driver_source = pick(request.driver, "--driver", "VERL_SETUP_DRIVER")
+    # uv's and conda's overrides stand in for detection; a host file is another machine's record.
+    anchor = None if driver_text is not None or host_source != "detected" else anchor_driver(env, rules)
+    anchor_no_gpu = anchor is not None and anchor[0] == "none"
+    no_gpu = request.no_gpu or env_no_gpu or anchor_no_gpu
+    no_gpu_source = (
+        "flag --no-gpu"
+        if request.no_gpu
+        else "env VERL_SETUP_NO_GPU"
+        if env_no_gpu
+        else (anchor[1] if anchor else "")
+    )
     if no_gpu:
         driver = Fact[DriverVersion | None](None, no_gpu_source)
     elif driver_text is not None:
         driver = Fact(DriverVersion.parse(driver_text), driver_source)
+    elif anchor is not None and isinstance(anchor[0], DriverVersion):
+        driver = Fact(anchor[0], anchor[1])
     elif host is not None and host.host_kind.kind == "jetson":
         raise NoCompatibleRowError(_jetson_message(host, host_source))
     elif host is not None and host.nvidia is not None:
