@@ -6,6 +6,7 @@ import json
 import os
 import platform
 import re
+import shlex
 import shutil
 from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
@@ -31,7 +32,7 @@ _SECRET = re.compile(r"TOKEN|KEY|SECRET|PASSWORD", re.IGNORECASE)
 
 def os_facts(root: Path) -> OsFacts:
     """Distribution from os-release, kernel from uname, glibc from confstr, arch from uname."""
-    distro_id, distro_version = _os_release(root / "etc/os-release")
+    distro_id, distro_version = _os_release(root)
     glibc = None
     try:
         libc = os.confstr("CS_GNU_LIBC_VERSION") or ""  # "glibc 2.36"
@@ -48,17 +49,29 @@ def os_facts(root: Path) -> OsFacts:
     )
 
 
-def _os_release(path: Path) -> tuple[str | None, str | None]:
+def _os_release(root: Path) -> tuple[str | None, str | None]:
+    """ID and VERSION_ID by os-release(5): /etc/os-release, else /usr/lib/os-release; values are
+    shell-quoted (double, single or none), so shlex reads them as the shell would."""
+    for path in (root / "etc/os-release", root / "usr/lib/os-release"):
+        try:
+            text = path.read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            continue
+        values = {}
+        for line in text.splitlines():
+            key, sep, value = line.strip().partition("=")
+            if sep and key.isidentifier():
+                values[key] = _unquote(value)
+        return values.get("ID"), values.get("VERSION_ID")
+    return (None, None)
+
+
+def _unquote(value: str) -> str:
     try:
-        text = path.read_text(encoding="utf-8")
-    except OSError:
-        return (None, None)
-    values = {}
-    for line in text.splitlines():
-        key, sep, value = line.partition("=")
-        if sep:
-            values[key.strip()] = value.strip().strip('"')
-    return values.get("ID"), values.get("VERSION_ID")
+        words = shlex.split(value, comments=True)
+    except ValueError:  # unbalanced quotes: keep what is there
+        return value.strip()
+    return " ".join(words)
 
 
 def container(root: Path, env: dict[str, str]) -> Container:
