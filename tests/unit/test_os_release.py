@@ -51,7 +51,7 @@ def test_only_usr_lib_os_release(tmp_path: Path) -> None:
 def test_single_quotes_and_escapes_are_read_as_the_shell_reads_them(tmp_path: Path) -> None:
     # os-release(5): "Variable assignment values must be enclosed in double or single quotes if
     # they include spaces, semicolons or other special characters", with shell escapes.
-    root = root_with(tmp_path, "# comment\nID='rocky'\nVERSION_ID=\"9.\\\"4\\\"\"\nNAME=\"a b\n")
+    root = root_with(tmp_path, '# comment\nID=\'rocky\'\nVERSION_ID="9.\\"4\\""\nNAME="a b\n')
     facts = os_facts(root)
     assert (facts.distro, facts.distro_version) == ("rocky", '9."4"')
 
