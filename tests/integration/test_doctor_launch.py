@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 from tests.conftest import run_cli
-from verl_setup.environment.uv import find_uv
+from verl_setup.util.uvbin import find_uv
 
 pytestmark = pytest.mark.network
 

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from tests.conftest import run_cli
-from verl_setup.environment.uv import find_uv
+from verl_setup.util.uvbin import find_uv
 
 PYENV = Path(os.environ.get("PYENV_ROOT") or Path.home() / ".pyenv") / "versions"
 DEBIAN_LIB = Path("/usr/lib/x86_64-linux-gnu")

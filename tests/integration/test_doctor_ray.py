@@ -29,8 +29,8 @@ import pytest
 
 from tests.conftest import run_cli
 from verl_setup.doctor.probes import ray_probe as rayprobe
-from verl_setup.environment.uv import find_uv
 from verl_setup.host.detect import detect
+from verl_setup.util.uvbin import find_uv
 
 pytestmark = [pytest.mark.slow, pytest.mark.serial]
 

@@ -19,7 +19,8 @@ from pathlib import Path
 import pytest
 
 from tests.integration.test_install import TINY, cli, leftovers, tiny_env
-from verl_setup.environment.uv import explain_failure, find_uv
+from verl_setup.environment.uv import explain_failure
+from verl_setup.util.uvbin import find_uv
 
 pytestmark = [pytest.mark.network, pytest.mark.slow]
 

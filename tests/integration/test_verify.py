@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 
 from tests.integration.test_install import cli, install, tiny_env
-from verl_setup.environment.uv import find_uv
+from verl_setup.util.uvbin import find_uv
 
 pytestmark = [pytest.mark.network, pytest.mark.slow]
 

@@ -11,10 +11,11 @@ from typing import TextIO
 from verl_setup.commands.common import extension_requests, plan_for
 from verl_setup.commands.flags import add_plan_flags, add_recipe_flags
 from verl_setup.environment.lock import compile_lock, parse, write_lock
-from verl_setup.environment.uv import find_uv, uv_env
+from verl_setup.environment.uv import uv_env
 from verl_setup.errors import BadInputError
 from verl_setup.output import Progress, envelope
 from verl_setup.plan.recipe import recipe_for
+from verl_setup.util.uvbin import find_uv
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:

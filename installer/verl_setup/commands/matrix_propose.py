@@ -10,7 +10,7 @@ from typing import TextIO
 
 import yaml
 
-from verl_setup.environment.uv import find_uv, uv_env
+from verl_setup.environment.uv import uv_env
 from verl_setup.errors import BadInputError
 from verl_setup.maintenance.candidate_row import row_data
 from verl_setup.maintenance.check import default_index
@@ -19,6 +19,7 @@ from verl_setup.maintenance.propose import Candidate, Proposer, Refusal
 from verl_setup.maintenance.releases import default_since
 from verl_setup.matrix.load import Matrix
 from verl_setup.output import Progress, envelope
+from verl_setup.util.uvbin import find_uv
 
 _DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
 

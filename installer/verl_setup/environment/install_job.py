@@ -102,9 +102,10 @@ class Job:
 
 def prepare(options: InstallOptions, env: Mapping[str, str], progress: Progress) -> Job:
     """Plan, make the recipe, check the prefix, choose the interpreter, build the uv commands."""
-    from verl_setup.environment.uv import find_uv, uv_env  # noqa: PLC0415
+    from verl_setup.environment.uv import uv_env  # noqa: PLC0415
     from verl_setup.host.pythons import detect_pythons  # noqa: PLC0415
     from verl_setup.plan.make import make_plan  # noqa: PLC0415
+    from verl_setup.util.uvbin import find_uv  # noqa: PLC0415
 
     lock = read_lock(options.lock) if options.lock else None
     plan = make_plan(options.plan, env)

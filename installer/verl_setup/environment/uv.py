@@ -1,11 +1,10 @@
-"""uv as we drive it: find the binary, and build the venv, install, sync and compile commands."""
+"""uv as we drive it: the binary (util/uvbin.py), and build the venv, install, sync and compile commands."""
 
 from __future__ import annotations
 
 import functools
 import os
 import re
-import shutil
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
@@ -16,19 +15,6 @@ from verl_setup.matrix.schema import Row
 # Resolve for at least manylinux_2_28: older-glibc rows still install the same wheels there, and
 # it is the platform torch >= 2.7 publishes for.
 MIN_MANYLINUX = (2, 28)
-
-
-def find_uv() -> str:
-    """The uv binary: the one shipped with our `uv` dependency, else uv on PATH."""
-    try:
-        from uv import find_uv_bin  # noqa: PLC0415  # only needed when we actually run uv
-
-        return str(find_uv_bin())
-    except (ImportError, FileNotFoundError):
-        found = shutil.which("uv")
-    if found is None:
-        raise InstallError("uv not found: install it with `python3 -m pip install uv`")
-    return found
 
 
 def python_platform(row: Row) -> str:

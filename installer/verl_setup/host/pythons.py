@@ -9,8 +9,10 @@ from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+from verl_setup.errors import InstallError
 from verl_setup.host.facts import PythonInterpreter
 from verl_setup.util.runner import ProgramError, run
+from verl_setup.util.uvbin import find_uv
 
 PY_TIMEOUT = 5.0
 
@@ -50,9 +52,23 @@ def candidates(path_env: str, home: Path, env: dict[str, str]) -> Iterator[tuple
     pyenv_root = Path(env.get("PYENV_ROOT") or home / ".pyenv")
     for version_dir in sorted((pyenv_root / "versions").glob("3.*")):
         yield version_dir / "bin/python3", "pyenv versions"
-    uv_root = Path(env.get("UV_PYTHON_INSTALL_DIR") or home / ".local/share/uv/python")
-    for version_dir in sorted(uv_root.glob("cpython-3.*")):
+    for version_dir in sorted(uv_python_dir(home, env).glob("cpython-3.*")):
         yield version_dir / "bin/python3", "uv-managed"
+
+
+def uv_python_dir(home: Path, env: dict[str, str]) -> Path:
+    """Where uv keeps the Pythons it manages: uv's own answer (UV_PYTHON_INSTALL_DIR, a uv.toml,
+    XDG_DATA_HOME), else uv's documented default when uv cannot be asked."""
+    try:
+        out = run([find_uv(), "python", "dir"], timeout=PY_TIMEOUT, env=env)
+        answer = out.stdout.strip()
+        if out.returncode == 0 and answer and "\n" not in answer:
+            return Path(answer)
+    except (ProgramError, InstallError):
+        pass
+    if env.get("UV_PYTHON_INSTALL_DIR"):
+        return Path(env["UV_PYTHON_INSTALL_DIR"])
+    return Path(env.get("XDG_DATA_HOME") or home / ".local/share") / "uv/python"
 
 
 def interrogate(exe: Path, source: str) -> PythonInterpreter | None:
