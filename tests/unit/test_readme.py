@@ -14,7 +14,7 @@ README = Path(__file__).parents[2] / "README.md"
 MARK = "# .github/workflows/verl-setup.yml\n"
 
 
-def workflow() -> dict[str, Any]:
+def workflow() -> dict[Any, Any]:
     text = README.read_text(encoding="utf-8")
     start = text.index(MARK)
     data = yaml.safe_load(text[start : text.index("```", start)])
