@@ -7,10 +7,11 @@ import importlib
 import os
 import sys
 from collections.abc import Collection, Sequence
-from typing import NoReturn
+from typing import Any, NoReturn
 
 from verl_setup import __version__
 from verl_setup.errors import BadInputError, NoCompatibleRowError, VerlSetupError
+from verl_setup.output import envelope
 from verl_setup.util.bounded import one_line
 
 # name -> (module in commands/, one-line help), in --help order. The help is written here so that
@@ -28,11 +29,27 @@ SUBCOMMANDS = {
 }
 
 
+class UsageError(SystemExit):
+    """argparse refused the command line (exit 2); the message is kept for the --json envelope."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(2)
+        self.message = message
+
+
 class _Parser(argparse.ArgumentParser):
-    """argparse with a usage error as one line (the value escaped), like every other bad input."""
+    """argparse with a usage error as one line (the value escaped), like every other bad input,
+    and no abbreviations (pip's and uv's --pre means pre-releases; here it meant --prefix). Every
+    subparser is one of these."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("allow_abbrev", False)
+        super().__init__(*args, **kwargs)
 
     def error(self, message: str) -> NoReturn:
-        self.exit(2, f"{self.prog}: error: {one_line(message)} (see --help)\n")
+        text = f"{one_line(message)} (see --help)"
+        sys.stderr.write(f"{self.prog}: error: {text}\n")
+        raise UsageError(text)
 
 
 def build_parser(only: Collection[str] | None = None) -> argparse.ArgumentParser:
@@ -71,16 +88,34 @@ def main_inner(argv: Sequence[str] | None = None) -> int:
     return int(args.run(args, os.environ, sys.stdout))
 
 
+def json_command(argv: Sequence[str]) -> str | None:
+    """The command's name for its --json envelope ("matrix check"), or None without --json."""
+    words = list(argv[: argv.index("--")] if "--" in argv else argv)
+    if "--json" not in words or not words or words[0] not in SUBCOMMANDS:
+        return None
+    nested = words[0] in ("matrix", "docker") and len(words) > 1 and not words[1].startswith("-")
+    return f"{words[0]} {words[1]}" if nested else words[0]
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point: one clear line per error, and the documented exit code."""
+    """Entry point: one clear line per error, and the documented exit code; under --json the
+    failure is also the envelope on stdout."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    command = json_command(argv)
     try:
         return main_inner(argv)
     except VerlSetupError as exc:
+        if command is not None and not exc.reported:
+            sys.stdout.write(envelope(command, exc.data, error=exc))
         # A bad value is echoed escaped and cut, so the error stays one line (a build failure's
         # log tail is meant to span lines).
         text = one_line(str(exc), limit=4000) if isinstance(exc, BAD_INPUT) else str(exc)
         sys.stderr.write(f"verl-setup: error: {text}\n")
         return exc.exit_code
+    except UsageError as exc:
+        if command is not None:
+            sys.stdout.write(envelope(command, None, error=BadInputError(exc.message)))
+        raise
     except KeyboardInterrupt:
         sys.stderr.write("verl-setup: interrupted\n")
         return 130

@@ -21,7 +21,7 @@ from verl_setup.util.uvbin import find_uv
 def add_arguments(p: argparse.ArgumentParser) -> None:
     """The lock flags."""
     p.add_argument("--out", type=Path, metavar="FILE", help="write the lock here (default: stdout)")
-    p.add_argument("--json", action="store_true", help="describe the written lock (schema 1)")
+    p.add_argument("--json", action="store_true", help="describe the written lock")
     p.add_argument("--quiet", "-q", action="store_true", help="no progress lines (warnings still print)")
     add_recipe_flags(p)
     add_plan_flags(p)
@@ -55,5 +55,5 @@ def run(args: argparse.Namespace, env: Mapping[str, str], out: TextIO) -> int:
             "python": plan.python,
             "distributions": pins,
         }
-        out.write(envelope(summary))
+        out.write(envelope("lock", summary))
     return 0

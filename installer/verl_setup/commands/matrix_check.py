@@ -11,7 +11,7 @@ from verl_setup.errors import CheckFailedError
 from verl_setup.maintenance.check import RowCheck, check_row, default_index, indexes_for
 from verl_setup.maintenance.resolved import load_resolved, record_resolved
 from verl_setup.matrix.load import Matrix
-from verl_setup.output import Progress, envelope
+from verl_setup.output import Progress, emit
 from verl_setup.util.uvbin import find_uv
 
 
@@ -71,12 +71,16 @@ def command(
         if updates:
             progress.say(f"recorded {len(updates)} resolutions in {record_resolved(matrix.path, updates)}")
     regressed = [r.row for r in results if r.regressed]
+    error = (
+        CheckFailedError(f"{len(regressed)} of {len(results)} rows regressed: {', '.join(regressed)}")
+        if regressed
+        else None
+    )
     if json_out:
-        out.write(
-            envelope({"rows": [r.to_json() for r in results], "regressed": regressed, "seconds": seconds})
-        )
+        data = {"rows": [r.to_json() for r in results], "regressed": regressed, "seconds": seconds}
+        emit(out, "matrix check", data, error)
     else:
         out.write(text(results))
-    if regressed:
-        raise CheckFailedError(f"{len(regressed)} of {len(results)} rows regressed: {', '.join(regressed)}")
+    if error is not None:
+        raise error
     return 0

@@ -91,7 +91,7 @@ def command(
             "refused": [{"release": r.release, "reason": r.reason} for r in refused],
             "out": None if out_file is None else str(out_file),
         }
-        out.write(envelope(data))
+        out.write(envelope("matrix propose", data))
     elif out_file is None:
         out.write(text)
     else:

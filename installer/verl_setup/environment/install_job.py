@@ -11,7 +11,7 @@ import shlex
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TextIO
+from typing import Any, TextIO
 
 from verl_setup.environment.lock import Lock, read_lock
 from verl_setup.environment.python_choice import PythonChoice, choose_python
@@ -158,6 +158,27 @@ def prepare(options: InstallOptions, env: Mapping[str, str], progress: Progress)
         env=env,
         import_timeout=options.import_timeout,
     )
+
+
+def dry_run_json(job: Job) -> dict[str, Any]:
+    """What an install would run, as `install --dry-run --json` prints it (data of the envelope)."""
+    return {
+        "dry_run": True,
+        "row": job.plan.row.id,
+        "lock": None if job.lock is None else str(job.lock.path),
+        "prefix": str(job.layout.prefix),
+        "python": job.choice.version,
+        "warnings": list(job.recipe.warnings),
+        "commands": [
+            {
+                "step": c.what,
+                "title": c.step.title if c.step else "",
+                "env": dict(c.env),
+                "argv": list(c.argv),
+            }
+            for c in job.commands
+        ],
+    }
 
 
 def write_dry_run(job: Job, out: TextIO) -> None:
