@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import logging
 import os
 import sys
 from collections.abc import Collection, Sequence
@@ -11,7 +12,7 @@ from typing import Any, NoReturn
 
 from verl_setup import __version__
 from verl_setup.errors import BadInputError, NoCompatibleRowError, VerlSetupError
-from verl_setup.output import envelope
+from verl_setup.output import end_status_lines, envelope
 from verl_setup.util.bounded import one_line
 
 # name -> (module in commands/, one-line help), in --help order. The help is written here so that
@@ -27,6 +28,24 @@ SUBCOMMANDS = {
     "verify": ("verify", "does an environment (or every Ray node) match its lock or row?"),
     "doctor": ("doctor", "the silent traps (Python, CUDA, Ray, HF cache, GPU memory, launch)"),
 }
+
+
+EPILOG = """\
+exit codes: 0 ok, 1 unexpected error, 2 bad input (a flag, file or variable), 3 no matrix row
+fits, 4 install or lock failed, 5 a check failed, 130 interrupted. With --json, stdout is one
+envelope {schema, command, ok, error, data} on failure too (schemas in verl_setup/schemas/).
+
+environment: VERL_SETUP_DRIVER, _GPU, _SM, _GPU_COUNT, _NO_GPU, _PYTHON, _VERL, _ENGINE,
+_BACKEND, _POLICY, _ARCH, _GLIBC, _HOST, _MATRIX (below flags, above a host file and detection);
+UV_CUDA_DRIVER_VERSION and CONDA_OVERRIDE_CUDA override the detected driver;
+VERL_SETUP_DEBUG=1 shows tracebacks; `matrix prove` and `matrix check` skip the rows whose torch
+is on an extra index unless VERL_SETUP_PROVE_EXTRA_INDEXES=1 (it is not tested whether that
+index can be reached). uv reads its own UV_* settings, except those that would re-resolve a row
+(UV_TORCH_BACKEND, UV_EXTRA_INDEX_URL, ...), which are dropped with a warning."""
+
+
+GLOBAL_FLAGS = ("-v", "--verbose", "-q", "--quiet")  # allowed before the command
+_RAW = argparse.RawDescriptionHelpFormatter  # the epilog keeps its lines
 
 
 class UsageError(SystemExit):
@@ -59,21 +78,44 @@ def build_parser(only: Collection[str] | None = None) -> argparse.ArgumentParser
     """
     parser = _Parser(
         prog="verl-setup",
+        epilog=EPILOG,
+        formatter_class=_RAW,
         description="Detect a GPU host, select an evidence-backed verl stack, install it with uv.",
     )
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
+    # Before the command too (`verl-setup -v install`); a subparser's own default would
+    # overwrite the same dest, hence other names.
+    parser.add_argument("-v", "--verbose", dest="all_verbose", action="store_true", help="as a command's -v")
+    parser.add_argument("-q", "--quiet", dest="all_quiet", action="store_true", help="as a command's -q")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for name, (module, text) in SUBCOMMANDS.items():
-        p = sub.add_parser(name, help=text)
+        p = sub.add_parser(name, help=text, epilog=EPILOG, formatter_class=_RAW)
         if only is None or name in only:
             importlib.import_module(f"verl_setup.commands.{module}").add_arguments(p)
+            for leaf in _leaves(p):
+                _add_output_flags(leaf)
     return parser
+
+
+def _leaves(parser: argparse.ArgumentParser) -> list[argparse.ArgumentParser]:
+    """The parsers that run something: `matrix check`, not `matrix`."""
+    # argparse has no public walk over its subparsers
+    subs = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+    return [leaf for s in subs for child in s.choices.values() for leaf in _leaves(child)] or [parser]
+
+
+def _add_output_flags(p: argparse.ArgumentParser) -> None:
+    """-v and -q on every command, as uv and pip have them."""
+    g = p.add_argument_group("output")
+    g.add_argument("-v", "--verbose", action="store_true", help="log every program run, with its timeout")
+    g.add_argument("-q", "--quiet", action="store_true", help="no progress lines (warnings still print)")
 
 
 def parse(argv: Sequence[str]) -> argparse.Namespace:
     """The parsed command line, building only the flags of the command named first."""
     argv = list(argv)
-    command = argv[0] if argv and argv[0] in SUBCOMMANDS else None
+    first = next((i for i, word in enumerate(argv) if word not in GLOBAL_FLAGS), len(argv))
+    command = argv[first] if first < len(argv) and argv[first] in SUBCOMMANDS else None
     # No command first: the top level's only options exit (--help, --version), anything else is
     # a usage error, so no command's flags are needed.
     return build_parser(() if command is None else (command,)).parse_args(argv)
@@ -85,16 +127,34 @@ BAD_INPUT = (BadInputError, NoCompatibleRowError)
 def main_inner(argv: Sequence[str] | None = None) -> int:
     """Parse and run; errors propagate (tests call this)."""
     args = parse(sys.argv[1:] if argv is None else argv)
+    args.verbose = args.verbose or args.all_verbose
+    args.quiet = args.quiet or args.all_quiet
+    if args.verbose:
+        _log_to_stderr()
     return int(args.run(args, os.environ, sys.stdout))
 
 
 def json_command(argv: Sequence[str]) -> str | None:
     """The command's name for its --json envelope ("matrix check"), or None without --json."""
     words = list(argv[: argv.index("--")] if "--" in argv else argv)
+    while words and words[0] in GLOBAL_FLAGS:
+        words.pop(0)
     if "--json" not in words or not words or words[0] not in SUBCOMMANDS:
         return None
     nested = words[0] in ("matrix", "docker") and len(words) > 1 and not words[1].startswith("-")
     return f"{words[0]} {words[1]}" if nested else words[0]
+
+
+def _log_to_stderr() -> None:
+    """-v: the package's debug log (the runner logs every argv with its timeout) on stderr."""
+    log = logging.getLogger("verl_setup")
+    for old in [h for h in log.handlers if h.get_name() == "verbose"]:
+        log.removeHandler(old)
+    handler = logging.StreamHandler(sys.stderr)
+    handler.set_name("verbose")
+    handler.setFormatter(logging.Formatter("verl-setup: debug: %(message)s"))
+    log.addHandler(handler)
+    log.setLevel(logging.DEBUG)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -103,8 +163,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     command = json_command(argv)
     try:
-        return main_inner(argv)
+        code = main_inner(argv)
     except VerlSetupError as exc:
+        end_status_lines()
         if command is not None and not exc.reported:
             sys.stdout.write(envelope(command, exc.data, error=exc))
         # A bad value is echoed escaped and cut, so the error stays one line (a build failure's
@@ -117,11 +178,13 @@ def main(argv: Sequence[str] | None = None) -> int:
             sys.stdout.write(envelope(command, None, error=BadInputError(exc.message)))
         raise
     except KeyboardInterrupt:
+        end_status_lines()
         sys.stderr.write("verl-setup: interrupted\n")
         return 130
     except BrokenPipeError:
         return 0
     except Exception as exc:
+        end_status_lines()
         if os.environ.get("VERL_SETUP_DEBUG"):
             raise
         sys.stderr.write(
@@ -129,3 +192,6 @@ def main(argv: Sequence[str] | None = None) -> int:
             "(VERL_SETUP_DEBUG=1 shows more)\n"
         )
         return 1
+    else:
+        end_status_lines()
+        return code

@@ -42,6 +42,16 @@ def emit(
         raise error
 
 
+_OPEN: list[Progress] = []  # this run's reporters, for end_status_lines
+
+
+def end_status_lines() -> None:
+    """End every status line still on a terminal (the CLI's last act: the prompt, or the error
+    line, must not land on it)."""
+    while _OPEN:
+        _OPEN.pop().end_line()
+
+
 class Progress:
     """Steps with the seconds since the command started; the steps are kept for --json."""
 
@@ -52,6 +62,7 @@ class Progress:
         self.stream = stream or sys.stderr
         self.live = not quiet and self.stream.isatty()
         self._status = False  # a status line is on screen, not yet ended
+        _OPEN.append(self)
 
     def elapsed(self) -> float:
         """Seconds since the start, rounded for output."""
@@ -79,7 +90,8 @@ class Progress:
             self.steps[-1]["seconds"] = round(now - self.steps[-1]["at"], 3)
         self.steps.append({"step": name, "at": round(now, 3)})
         if not self.quiet:
-            self._line(f"[{now:6.1f}s] {name}: {message}", keep=not self.live)
+            # The last step stays on screen with its line ended: the prompt comes after it.
+            self._line(f"[{now:6.1f}s] {name}: {message}", keep=not self.live or name == "done")
 
     def end_line(self) -> None:
         """End a status line before something else writes to the terminal (a child's own output)."""

@@ -26,7 +26,6 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         help="never let uv download the exact Python (then the same minor found here, with a warning)",
     )  # fmt: skip
     p.add_argument("--wait", type=float, default=600.0, metavar="S", help="wait for another install (600)")
-    p.add_argument("--quiet", "-q", action="store_true", help="no progress lines (warnings still print)")
     p.add_argument("--no-import", action="store_true", help="skip the import probe")
     p.add_argument(
         "--import-timeout", type=float, default=900.0, metavar="S", help="for the import probe (900)"

@@ -22,7 +22,6 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     """The lock flags."""
     p.add_argument("--out", type=Path, metavar="FILE", help="write the lock here (default: stdout)")
     p.add_argument("--json", action="store_true", help="describe the written lock")
-    p.add_argument("--quiet", "-q", action="store_true", help="no progress lines (warnings still print)")
     add_recipe_flags(p)
     add_plan_flags(p)
     p.set_defaults(run=run)

@@ -111,7 +111,9 @@ def run_prove(args: argparse.Namespace, env: Mapping[str, str], out: TextIO) -> 
     from verl_setup.maintenance.prove import command  # noqa: PLC0415  # only this subcommand needs it
 
     matrix = load_matrix(args.matrix)
-    return command(args.ids, matrix, json_out=args.json, keep_record=not args.no_record, out=out)
+    return command(
+        args.ids, matrix, json_out=args.json, keep_record=not args.no_record, out=out, quiet=args.quiet
+    )
 
 
 def run_check(args: argparse.Namespace, env: Mapping[str, str], out: TextIO) -> int:
@@ -119,7 +121,9 @@ def run_check(args: argparse.Namespace, env: Mapping[str, str], out: TextIO) -> 
     from verl_setup.commands.matrix_check import command  # noqa: PLC0415
 
     matrix = load_matrix(args.matrix)
-    return command(args.ids, matrix, json_out=args.json, record=args.record, env=env, out=out)
+    return command(
+        args.ids, matrix, json_out=args.json, record=args.record, env=env, out=out, quiet=args.quiet
+    )
 
 
 def run_propose(args: argparse.Namespace, env: Mapping[str, str], out: TextIO) -> int:
@@ -127,4 +131,6 @@ def run_propose(args: argparse.Namespace, env: Mapping[str, str], out: TextIO) -
     from verl_setup.commands.matrix_propose import command  # noqa: PLC0415
 
     matrix = load_matrix(args.matrix)
-    return command(matrix, since=args.since, out_file=args.out, json_out=args.json, env=env, out=out)
+    return command(
+        matrix, since=args.since, out_file=args.out, json_out=args.json, env=env, out=out, quiet=args.quiet
+    )

@@ -44,10 +44,11 @@ def command(
     record: bool,
     env: Mapping[str, str],
     out: TextIO,
+    quiet: bool = False,
 ) -> int:
     """Check the rows (all when none are named); exit 5 when any regressed."""
     rows = [matrix.row(r) for r in row_ids] if row_ids else list(matrix.rows)
-    progress = Progress()
+    progress = Progress(quiet=quiet)
     uv, uv_environment = find_uv(), uv_env(base=env, warn=progress.say)
     baseline = load_resolved(matrix.path)
     default = default_index(uv, uv_environment)

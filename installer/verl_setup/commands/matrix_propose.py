@@ -61,13 +61,14 @@ def command(
     json_out: bool,
     env: Mapping[str, str],
     out: TextIO,
+    quiet: bool = False,
 ) -> int:
     """Propose rows for releases after `since` (default: the newest release the matrix pins)."""
     if since is not None and not _is_date(since):
         raise BadInputError(f"--since {since!r}: give a date as YYYY-MM-DD")
     if out_file is not None and out_file.exists():
         raise BadInputError(f"--out {out_file} exists; propose writes only a new file, for review")
-    progress = Progress()
+    progress = Progress(quiet=quiet)
     uv, uv_environment = find_uv(), uv_env(base=env, warn=progress.say)
     index = default_index(uv, uv_environment)
     if since is None:

@@ -192,7 +192,15 @@ def table(results: Sequence[RowResult]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def command(row_ids: Sequence[str], matrix: Matrix, *, json_out: bool, keep_record: bool, out: TextIO) -> int:
+def command(
+    row_ids: Sequence[str],
+    matrix: Matrix,
+    *,
+    json_out: bool,
+    keep_record: bool,
+    out: TextIO,
+    quiet: bool = False,
+) -> int:
     """Prove the rows (all when none are named); exit 5 if any failed."""
     rows = [matrix.row(r) for r in row_ids] if row_ids else list(matrix.rows)
     env = {
@@ -200,7 +208,7 @@ def command(row_ids: Sequence[str], matrix: Matrix, *, json_out: bool, keep_reco
         for k, v in os.environ.items()
         if not k.startswith("VERL_SETUP_") or k.startswith("VERL_SETUP_PROVE")
     }
-    progress = Progress()
+    progress = Progress(quiet=quiet)
 
     book, results = matrix.proof, []
     with tempfile.TemporaryDirectory(prefix="verl-setup-prove-") as tmp:
