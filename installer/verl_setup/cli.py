@@ -8,6 +8,7 @@ import logging
 import os
 import sys
 from collections.abc import Collection, Sequence
+from pathlib import Path
 from typing import Any, NoReturn
 
 from verl_setup import __version__
@@ -109,6 +110,11 @@ def _add_output_flags(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group("output")
     g.add_argument("-v", "--verbose", action="store_true", help="log every program run, with its timeout")
     g.add_argument("-q", "--quiet", action="store_true", help="no progress lines (warnings still print)")
+    g.add_argument(
+        "--no-config",
+        action="store_true",
+        help="ignore verl-setup.toml and pyproject.toml's [tool.verl-setup]",
+    )
 
 
 def parse(argv: Sequence[str]) -> argparse.Namespace:
@@ -131,6 +137,10 @@ def main_inner(argv: Sequence[str] | None = None) -> int:
     args.quiet = args.quiet or args.all_quiet
     if args.verbose:
         _log_to_stderr()
+    if not args.no_config:
+        from verl_setup.commands.team_config import find_team_config  # noqa: PLC0415  # TOML only then
+
+        args.team_config = find_team_config(Path.cwd())
     return int(args.run(args, os.environ, sys.stdout))
 
 

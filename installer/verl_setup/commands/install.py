@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TextIO
 
-from verl_setup.commands.common import extension_requests, plan_inputs
+from verl_setup.commands.common import config_of, extension_requests, plan_inputs
 from verl_setup.commands.flags import add_plan_flags, add_recipe_flags
 from verl_setup.environment.install import install
 from verl_setup.environment.install_job import InstallOptions
@@ -17,7 +17,7 @@ from verl_setup.output import Progress, emit, envelope
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     """The install flags."""
-    p.add_argument("--prefix", type=Path, default=Path(".venv"), metavar="PATH", help="default .venv")
+    p.add_argument("--prefix", type=Path, metavar="PATH", help="default: the team config's, else .venv")
     p.add_argument("--lock", type=Path, metavar="FILE", help="install exactly this lock (hashes enforced)")
     p.add_argument("--dry-run", action="store_true", help="print the exact uv commands, change nothing")
     p.add_argument("--json", action="store_true", help="machine-readable result")
@@ -39,7 +39,7 @@ def options_from_args(args: argparse.Namespace) -> InstallOptions:
     """The install flags as InstallOptions."""
     return InstallOptions(
         plan=plan_inputs(args),
-        prefix=args.prefix,
+        prefix=args.prefix or Path(config_of(args).get("config", {}).get("prefix", ".venv")),
         lock=args.lock,
         extensions=extension_requests(args),
         python_downloads=not args.no_python_downloads,

@@ -59,6 +59,9 @@ class Request:
     backend: str | None = None
     policy: str | None = None
     host_file: Path | None = None
+    # A team config's values (commands/team_config.py), below the VERL_SETUP_* variables.
+    config: Mapping[str, str] = field(default_factory=dict)
+    config_source: str = ""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -132,6 +135,9 @@ def build_target(
             return flag, f"flag {flag_name}"
         if env.get(env_name):
             return env[env_name], f"env {env_name}"
+        key = flag_name.removeprefix("--")
+        if request.config.get(key):
+            return request.config[key], f"{request.config_source} ({key})"
         return None, ""
 
     env_no_gpu = env.get("VERL_SETUP_NO_GPU", "").strip().lower() in {"1", "true", "yes"}
