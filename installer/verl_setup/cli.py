@@ -28,6 +28,7 @@ SUBCOMMANDS = {
     "lock": ("lock", "a hashed lock for the row's target Python and platform"),
     "verify": ("verify", "does an environment (or every Ray node) match its lock or row?"),
     "doctor": ("doctor", "the silent traps (Python, CUDA, Ray, HF cache, GPU memory, launch)"),
+    "completion": ("completion", "a shell completion script (bash, zsh, fish) from this parser"),
 }
 
 

@@ -14,11 +14,6 @@ from verl_setup.errors import BadInputError
 from verl_setup.util.bounded import BoundError, one_line, read_capped
 from verl_setup.util.vocab import suggest
 
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover  # Python 3.10 reads TOML with tomli (a dependency there)
-    import tomli as tomllib
-
 KEYS = ("row", "python", "verl", "engine", "backend", "policy", "matrix", "prefix")
 PATHS = ("matrix", "prefix")  # relative to the file's folder
 MAX_CONFIG = 1 << 20
@@ -54,9 +49,17 @@ def find_team_config(start: Path) -> TeamConfig | None:
 def _read(path: Path, *, table: tuple[str, ...] | None) -> TeamConfig | None:
     shown = repr(one_line(str(path)))
     try:
-        data: Any = tomllib.loads(read_capped(path, MAX_CONFIG, "config file").decode("utf-8"))
+        raw = read_capped(path, MAX_CONFIG, "config file")
     except BoundError as exc:
         raise BadInputError(str(exc)) from exc
+    if table is not None and b"verl-setup" not in raw:
+        return None  # most pyproject.toml files: no TOML parser started (start-up time)
+    if sys.version_info >= (3, 11):
+        import tomllib  # noqa: PLC0415
+    else:  # Python 3.10 reads TOML with tomli (a dependency there)
+        import tomli as tomllib  # noqa: PLC0415
+    try:
+        data: Any = tomllib.loads(raw.decode("utf-8"))
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
         raise BadInputError(f"config file {shown} is not TOML we can read: {one_line(str(exc))}") from exc
     for key in table or ():
