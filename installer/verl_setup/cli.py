@@ -2,19 +2,22 @@
 
 from __future__ import annotations
 
-import argparse
 import importlib
-import logging
 import os
 import sys
-from collections.abc import Collection, Sequence
-from pathlib import Path
-from typing import Any, NoReturn
 
 from verl_setup import __version__
 from verl_setup.errors import BadInputError, NoCompatibleRowError, VerlSetupError
-from verl_setup.output import end_status_lines, envelope
-from verl_setup.util.bounded import one_line
+
+# typing.TYPE_CHECKING without importing typing; argparse (with re) is imported only to parse a
+# command: the top-level --help and --version are answered without it, at about bare Python's cost.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    import argparse
+    from collections.abc import Collection, Sequence
+    from typing import Any, NoReturn
+
+DESCRIPTION = "Detect a GPU host, select an evidence-backed verl stack, install it with uv."
 
 # name -> (module in commands/, one-line help), in --help order. The help is written here so that
 # `--help` lists every command without importing any of them.
@@ -31,23 +34,18 @@ SUBCOMMANDS = {
     "completion": ("completion", "a shell completion script (bash, zsh, fish) from this parser"),
 }
 
-
 EPILOG = """\
 exit codes: 0 ok, 1 unexpected error, 2 bad input (a flag, file or variable), 3 no matrix row
 fits, 4 install or lock failed, 5 a check failed, 130 interrupted. With --json, stdout is one
 envelope {schema, command, ok, error, data} on failure too (schemas in verl_setup/schemas/).
 
 environment: VERL_SETUP_DRIVER, _GPU, _SM, _GPU_COUNT, _NO_GPU, _PYTHON, _VERL, _ENGINE,
-_BACKEND, _POLICY, _ARCH, _GLIBC, _HOST, _MATRIX (below flags, above a host file and detection);
-UV_CUDA_DRIVER_VERSION and CONDA_OVERRIDE_CUDA override the detected driver;
+_BACKEND, _POLICY, _ARCH, _GLIBC, _HOST, _MATRIX (below flags, above a team config, a host file
+and detection); UV_CUDA_DRIVER_VERSION and CONDA_OVERRIDE_CUDA override the detected driver;
 VERL_SETUP_DEBUG=1 shows tracebacks; `matrix prove` and `matrix check` skip the rows whose torch
 is on an extra index unless VERL_SETUP_PROVE_EXTRA_INDEXES=1 (it is not tested whether that
 index can be reached). uv reads its own UV_* settings, except those that would re-resolve a row
 (UV_TORCH_BACKEND, UV_EXTRA_INDEX_URL, ...), which are dropped with a warning."""
-
-
-GLOBAL_FLAGS = ("-v", "--verbose", "-q", "--quiet")  # allowed before the command
-_RAW = argparse.RawDescriptionHelpFormatter  # the epilog keeps its lines
 
 
 class UsageError(SystemExit):
@@ -58,40 +56,40 @@ class UsageError(SystemExit):
         self.message = message
 
 
-class _Parser(argparse.ArgumentParser):
-    """argparse with a usage error as one line (the value escaped), like every other bad input,
-    and no abbreviations (pip's and uv's --pre means pre-releases; here it meant --prefix). Every
-    subparser is one of these."""
-
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        kwargs.setdefault("allow_abbrev", False)
-        super().__init__(*args, **kwargs)
-
-    def error(self, message: str) -> NoReturn:
-        text = f"{one_line(message)} (see --help)"
-        sys.stderr.write(f"{self.prog}: error: {text}\n")
-        raise UsageError(text)
-
-
 def build_parser(only: Collection[str] | None = None) -> argparse.ArgumentParser:
     """The command line, with the flags of the commands in `only` (None: every command's).
 
     Every command is listed either way; a command's module is imported only to add its flags.
     """
-    parser = _Parser(
-        prog="verl-setup",
-        epilog=EPILOG,
-        formatter_class=_RAW,
-        description="Detect a GPU host, select an evidence-backed verl stack, install it with uv.",
-    )
+    import argparse  # noqa: PLC0415
+
+    class Parser(argparse.ArgumentParser):
+        """argparse with a usage error as one line (the value escaped), like every other bad
+        input, and no abbreviations (pip's and uv's --pre means pre-releases; here it meant
+        --prefix). Every subparser is one of these."""
+
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            kwargs.setdefault("allow_abbrev", False)
+            kwargs.setdefault("formatter_class", Formatter)
+            super().__init__(*args, **kwargs)
+
+        def error(self, message: str) -> NoReturn:
+            text = f"{one_line(message)} (see --help)"
+            sys.stderr.write(f"{self.prog}: error: {text}\n")
+            raise UsageError(text)
+
+    class Formatter(argparse.HelpFormatter):
+        """Prose wrapped as argparse does, the epilog (lines of its own) kept as written."""
+
+        def _fill_text(self, text: str, width: int, indent: str) -> str:
+            return text if "\n" in text else super()._fill_text(text, width, indent)
+
+    parser = Parser(prog="verl-setup", description=DESCRIPTION, epilog=EPILOG)
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
-    # Before the command too (`verl-setup -v install`); a subparser's own default would
-    # overwrite the same dest, hence other names.
-    parser.add_argument("-v", "--verbose", dest="all_verbose", action="store_true", help="as a command's -v")
-    parser.add_argument("-q", "--quiet", dest="all_quiet", action="store_true", help="as a command's -q")
+    parser.set_defaults(whole_parser=build_parser)  # for `completion`, which writes it out
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for name, (module, text) in SUBCOMMANDS.items():
-        p = sub.add_parser(name, help=text, epilog=EPILOG, formatter_class=_RAW)
+        p = sub.add_parser(name, help=text, epilog=EPILOG)
         if only is None or name in only:
             importlib.import_module(f"verl_setup.commands.{module}").add_arguments(p)
             for leaf in _leaves(p):
@@ -101,13 +99,15 @@ def build_parser(only: Collection[str] | None = None) -> argparse.ArgumentParser
 
 def _leaves(parser: argparse.ArgumentParser) -> list[argparse.ArgumentParser]:
     """The parsers that run something: `matrix check`, not `matrix`."""
+    import argparse  # noqa: PLC0415
+
     # argparse has no public walk over its subparsers
     subs = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
     return [leaf for s in subs for child in s.choices.values() for leaf in _leaves(child)] or [parser]
 
 
 def _add_output_flags(p: argparse.ArgumentParser) -> None:
-    """-v and -q on every command, as uv and pip have them."""
+    """-v, -q and --no-config on every command, as uv and pip have them."""
     g = p.add_argument_group("output")
     g.add_argument("-v", "--verbose", action="store_true", help="log every program run, with its timeout")
     g.add_argument("-q", "--quiet", action="store_true", help="no progress lines (warnings still print)")
@@ -118,11 +118,64 @@ def _add_output_flags(p: argparse.ArgumentParser) -> None:
     )
 
 
+def top_level_help(columns: int) -> str | None:
+    """`verl-setup --help` as argparse prints it, without importing argparse (None: a terminal too
+    narrow for this copy; argparse wraps the usage line there). A test holds the two equal."""
+    width = columns - 2  # argparse's HelpFormatter: the terminal's columns less 2
+    if width < 58:
+        return None
+    column = 14  # argparse's help position: the longest invocation, "  -h, --help", plus 2
+    lines = ["usage: verl-setup [-h] [--version] COMMAND ...", "", *_wrap(DESCRIPTION, width), ""]
+    lines += ["positional arguments:", "  COMMAND"]
+    for name, (_, text) in SUBCOMMANDS.items():
+        first, *rest = _wrap(text, width - column)
+        if len(name) > column - 6:  # argparse puts a name too long for the column on its own line
+            lines += [f"    {name}", *(" " * column + line for line in (first, *rest))]
+        else:
+            lines += [f"    {name:<{column - 6}}  {first}", *(" " * column + line for line in rest)]
+    lines += ["", "options:", "  -h, --help  show this help message and exit"]
+    lines.append("  --version   show program's version number and exit")
+    return "\n".join(lines) + "\n\n" + EPILOG + "\n"
+
+
+def _wrap(text: str, width: int) -> list[str]:
+    """textwrap.wrap for plain prose (no regex): words, broken after a hyphen inside one."""
+    chunks: list[str] = []
+    for word in text.split():
+        rest = word
+        while "-" in rest[1:-1] and rest[rest.index("-", 1) - 1].isalnum():
+            cut = rest.index("-", 1) + 1
+            chunks.append(rest[:cut])
+            rest = rest[cut:]
+        chunks.append(rest)
+    lines, line, glued = [], "", False
+    for chunk in chunks:
+        joined = line + chunk if glued or not line else f"{line} {chunk}"
+        if line and len(joined) > width:
+            lines.append(line)
+            joined = chunk
+        line, glued = joined, chunk.endswith("-")
+    return [*lines, line]
+
+
+def _columns() -> int:
+    """shutil.get_terminal_size().columns, without importing shutil (it brings bz2 and lzma)."""
+    try:
+        columns = int(os.environ["COLUMNS"])
+    except (KeyError, ValueError):
+        columns = 0
+    if columns <= 0:
+        try:
+            columns = os.get_terminal_size(sys.__stdout__.fileno()).columns  # type: ignore[union-attr]
+        except (AttributeError, ValueError, OSError):
+            columns = 0
+    return columns or 80
+
+
 def parse(argv: Sequence[str]) -> argparse.Namespace:
     """The parsed command line, building only the flags of the command named first."""
     argv = list(argv)
-    first = next((i for i, word in enumerate(argv) if word not in GLOBAL_FLAGS), len(argv))
-    command = argv[first] if first < len(argv) and argv[first] in SUBCOMMANDS else None
+    command = argv[0] if argv and argv[0] in SUBCOMMANDS else None
     # No command first: the top level's only options exit (--help, --version), anything else is
     # a usage error, so no command's flags are needed.
     return build_parser(() if command is None else (command,)).parse_args(argv)
@@ -131,33 +184,36 @@ def parse(argv: Sequence[str]) -> argparse.Namespace:
 BAD_INPUT = (BadInputError, NoCompatibleRowError)
 
 
+def one_line(text: str, limit: int | None = None) -> str:
+    """util.bounded.one_line, imported only when an error is printed (--help never needs it)."""
+    from verl_setup.util.bounded import one_line as line  # noqa: PLC0415
+
+    return line(text) if limit is None else line(text, limit=limit)
+
+
 def main_inner(argv: Sequence[str] | None = None) -> int:
     """Parse and run; errors propagate (tests call this)."""
-    args = parse(sys.argv[1:] if argv is None else argv)
-    args.verbose = args.verbose or args.all_verbose
-    args.quiet = args.quiet or args.all_quiet
+    argv = list(sys.argv[1:] if argv is None else argv)
+    fast = top_level_help(_columns()) if argv in (["-h"], ["--help"]) else None
+    if fast is not None or argv == ["--version"]:
+        sys.stdout.write(fast or f"verl-setup {__version__}\n")
+        return 0
+    args = parse(argv)
     if args.verbose:
         _log_to_stderr()
     if not args.no_config:
+        from pathlib import Path  # noqa: PLC0415
+
         from verl_setup.commands.team_config import find_team_config  # noqa: PLC0415  # TOML only then
 
         args.team_config = find_team_config(Path.cwd())
     return int(args.run(args, os.environ, sys.stdout))
 
 
-def json_command(argv: Sequence[str]) -> str | None:
-    """The command's name for its --json envelope ("matrix check"), or None without --json."""
-    words = list(argv[: argv.index("--")] if "--" in argv else argv)
-    while words and words[0] in GLOBAL_FLAGS:
-        words.pop(0)
-    if "--json" not in words or not words or words[0] not in SUBCOMMANDS:
-        return None
-    nested = words[0] in ("matrix", "docker") and len(words) > 1 and not words[1].startswith("-")
-    return f"{words[0]} {words[1]}" if nested else words[0]
-
-
 def _log_to_stderr() -> None:
     """-v: the package's debug log (the runner logs every argv with its timeout) on stderr."""
+    import logging  # noqa: PLC0415
+
     log = logging.getLogger("verl_setup")
     for old in [h for h in log.handlers if h.get_name() == "verbose"]:
         log.removeHandler(old)
@@ -168,6 +224,29 @@ def _log_to_stderr() -> None:
     log.setLevel(logging.DEBUG)
 
 
+def json_command(argv: Sequence[str]) -> str | None:
+    """The command's name for its --json envelope ("matrix check"), or None without --json."""
+    words = list(argv[: argv.index("--")] if "--" in argv else argv)
+    if "--json" not in words or not words or words[0] not in SUBCOMMANDS:
+        return None
+    nested = words[0] in ("matrix", "docker") and len(words) > 1 and not words[1].startswith("-")
+    return f"{words[0]} {words[1]}" if nested else words[0]
+
+
+def _end_status_lines() -> None:
+    """End a terminal's status line before the prompt or an error (only if a reporter ran)."""
+    output = sys.modules.get("verl_setup.output")
+    if output is not None:
+        output.end_status_lines()
+
+
+def _json_failure(command: str | None, exc: VerlSetupError) -> None:
+    if command is not None and not exc.reported:
+        from verl_setup.output import envelope  # noqa: PLC0415
+
+        sys.stdout.write(envelope(command, exc.data, error=exc))
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point: one clear line per error, and the documented exit code; under --json the
     failure is also the envelope on stdout."""
@@ -176,26 +255,24 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         code = main_inner(argv)
     except VerlSetupError as exc:
-        end_status_lines()
-        if command is not None and not exc.reported:
-            sys.stdout.write(envelope(command, exc.data, error=exc))
+        _end_status_lines()
+        _json_failure(command, exc)
         # A bad value is echoed escaped and cut, so the error stays one line (a build failure's
         # log tail is meant to span lines).
         text = one_line(str(exc), limit=4000) if isinstance(exc, BAD_INPUT) else str(exc)
         sys.stderr.write(f"verl-setup: error: {text}\n")
         return exc.exit_code
     except UsageError as exc:
-        if command is not None:
-            sys.stdout.write(envelope(command, None, error=BadInputError(exc.message)))
+        _json_failure(command, BadInputError(exc.message))
         raise
     except KeyboardInterrupt:
-        end_status_lines()
+        _end_status_lines()
         sys.stderr.write("verl-setup: interrupted\n")
         return 130
     except BrokenPipeError:
         return 0
     except Exception as exc:
-        end_status_lines()
+        _end_status_lines()
         if os.environ.get("VERL_SETUP_DEBUG"):
             raise
         sys.stderr.write(
@@ -204,5 +281,5 @@ def main(argv: Sequence[str] | None = None) -> int:
         )
         return 1
     else:
-        end_status_lines()
+        _end_status_lines()
         return code

@@ -30,12 +30,12 @@ def test_an_abbreviated_flag_is_refused_not_guessed() -> None:
     "argv",
     [
         ["plan", "-v", "-q"],
-        ["-v", "plan", "--no-gpu"],
+        ["plan", "--no-gpu", "--verbose"],
         ["matrix", "check", "-q", "--verbose"],
         ["docker", "build", "-q"],
         ["verify", "--quiet"],
     ],
-    ids=["after", "before", "nested", "docker", "verify"],
+    ids=["short", "long", "nested", "docker", "verify"],
 )
 def test_every_command_takes_verbose_and_quiet(argv: list[str]) -> None:
     args = parse(argv)
@@ -76,6 +76,6 @@ def test_the_last_status_line_is_ended_on_a_terminal() -> None:
 
 def test_the_json_command_name_is_read_from_the_command_line() -> None:
     assert json_command(["matrix", "check", "--json"]) == "matrix check"
-    assert json_command(["-q", "plan", "--json"]) == "plan"
+    assert json_command(["plan", "-q", "--json"]) == "plan"
     assert json_command(["plan"]) is None
     assert json_command(["doctor", "--", "python", "--json"]) is None  # the launch command's flag

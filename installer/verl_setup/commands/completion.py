@@ -23,9 +23,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace, env: Mapping[str, str], out: TextIO) -> int:  # noqa: ARG001  # every command's signature
     """Print the script; `eval "$(verl-setup completion bash)"` or save it where the shell looks."""
-    from verl_setup.cli import build_parser  # noqa: PLC0415  # the whole parser, only here
-
-    words = walk(build_parser())
+    words = walk(args.whole_parser())  # cli.build_parser: every command's flags
     out.write(fish(words) if args.shell == "fish" else bash(words, zsh=args.shell == "zsh"))
     return 0
 
