@@ -52,7 +52,7 @@ def _read(path: Path, *, table: tuple[str, ...] | None) -> TeamConfig | None:
         raw = read_capped(path, MAX_CONFIG, "config file")
     except BoundError as exc:
         raise BadInputError(str(exc)) from exc
-    if table is not None and b"verl-setup" not in raw:
+    if table is not None and b"tool.verl-setup" not in raw and b'tool."verl-setup"' not in raw:
         return None  # most pyproject.toml files: no TOML parser started (start-up time)
     if sys.version_info >= (3, 11):
         import tomllib  # noqa: PLC0415
