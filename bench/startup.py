@@ -49,8 +49,10 @@ def run_once(argv: list[str], env: dict[str, str]) -> tuple[float, float]:
 
 
 def tree_env(installer: Path) -> dict[str, str]:
-    """This interpreter, importing verl_setup from `installer` (ahead of any installed copy)."""
-    return {**os.environ, "PYTHONPATH": str(installer)}
+    """This interpreter, importing verl_setup from `installer` (ahead of any installed copy), with
+    bytecode written and used as an installed wheel has it (PYTHONDONTWRITEBYTECODE dropped)."""
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    return {**env, "PYTHONPATH": str(installer)}
 
 
 def export(rev: str, into: Path) -> Path:
@@ -70,7 +72,7 @@ def export(rev: str, into: Path) -> Path:
 def measure(sides: dict[str, dict[str, str]], runs: int) -> dict[str, dict[str, dict[str, float]]]:
     """Every command on every side, interleaved run by run, after one warm-up each; `python -c
     pass` runs in every round too (it does not depend on the tree), and every ratio is to it."""
-    plan = [(BARE, "python", [sys.executable, "-c", "pass"], dict(os.environ))]
+    plan = [(BARE, "python", [sys.executable, "-c", "pass"], next(iter(sides.values())))]
     for name, args in COMMANDS.items():
         plan += [(name, side, [sys.executable, "-c", LAUNCH, *args], env) for side, env in sides.items()]
     for _, _, argv, env in plan:  # warm-up: the page cache, and each side's parsed-matrix cache

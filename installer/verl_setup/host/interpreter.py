@@ -8,7 +8,7 @@ lists interpreters, doctor inspects a training env, verify compares an env with 
 
 from __future__ import annotations
 
-import json
+import ast
 import re
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
@@ -72,8 +72,8 @@ class Answer:
         )
 
 
-def answer_from_json(exe: str, data: Mapping[str, Any], version_flag: str | None = None) -> Answer:
-    """An Answer from the child's JSON (also what verify's Ray task sends back from each node)."""
+def answer_from(exe: str, data: Mapping[str, Any], version_flag: str | None = None) -> Answer:
+    """An Answer from the child's mapping (also what verify's Ray task sends back from each node)."""
     dists = tuple(
         Distribution(
             name=str(n), version=str(v), location=str(loc), requires=None if r is None else tuple(map(str, r))
@@ -128,8 +128,8 @@ def ask(
         lines = [ln.strip() for ln in child.stderr.splitlines() if ln.strip()]
         raise NoAnswer(f"{exe} could not describe itself: {lines[-1] if lines else 'no message'}")
     try:
-        data = json.loads(child.stdout)
+        data = ast.literal_eval(child.stdout)  # literals only: nothing the child prints is run
         m = _FLAG.search(flag.stdout + flag.stderr)
-        return answer_from_json(str(exe), data, m[1] if m else None)
-    except (ValueError, KeyError, TypeError, AttributeError) as exc:
+        return answer_from(str(exe), data, m[1] if m else None)
+    except (ValueError, SyntaxError, KeyError, TypeError, AttributeError, MemoryError, RecursionError) as exc:
         raise NoAnswer(f"{exe} gave no readable answer ({type(exc).__name__})") from exc
