@@ -23,9 +23,10 @@ from collections.abc import Callable
 from pathlib import Path
 
 from verl_setup.environment.python_choice import choose_python
-from verl_setup.environment.uv import compile_command, find_uv, install_command, venv_command, write_inputs
+from verl_setup.environment.uv import compile_command, install_command, venv_command, write_inputs
 from verl_setup.host.pythons import detect_pythons
 from verl_setup.plan.make import PlanInputs, make_plan
+from verl_setup.util.uvbin import find_uv
 
 VERL_SETUP = [sys.executable, "-m", "verl_setup"]
 ENV = {**os.environ, "UV_PYTHON_DOWNLOADS": "never"}

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import io
+import json
 from collections.abc import Callable
 from contextlib import redirect_stderr, redirect_stdout
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -63,6 +65,14 @@ class CliResult:
     code: int
     out: str
     err: str
+
+
+def json_data(stdout: str) -> dict[str, Any]:
+    """The `data` of a --json envelope (output.py): what each command documents."""
+    doc = json.loads(stdout)
+    assert doc["schema"] == 2, doc
+    assert isinstance(doc["data"], dict), doc
+    return dict(doc["data"])
 
 
 def run_cli(*argv: str) -> CliResult:

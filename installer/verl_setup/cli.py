@@ -15,7 +15,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     import argparse
     from collections.abc import Collection, Sequence
-    from typing import NoReturn
+    from typing import Any, NoReturn
 
 DESCRIPTION = "Detect a GPU host, select an evidence-backed verl stack, install it with uv."
 
@@ -32,7 +32,29 @@ SUBCOMMANDS = {
     "verify": ("verify", "does an environment (or every Ray node) match its lock or row?"),
     "wheelhouse": ("wheelhouse", "build a row's torch extensions once into a shared PEP 503 folder"),
     "doctor": ("doctor", "the silent traps (Python, CUDA, Ray, HF cache, GPU memory, launch)"),
+    "completion": ("completion", "a shell completion script (bash, zsh, fish) from this parser"),
 }
+
+EPILOG = """\
+exit codes: 0 ok, 1 unexpected error, 2 bad input (a flag, file or variable), 3 no matrix row
+fits, 4 install or lock failed, 5 a check failed, 130 interrupted. With --json, stdout is one
+envelope {schema, command, ok, error, data} on failure too (schemas in verl_setup/schemas/).
+
+environment: VERL_SETUP_DRIVER, _GPU, _SM, _GPU_COUNT, _NO_GPU, _PYTHON, _VERL, _ENGINE,
+_BACKEND, _POLICY, _ARCH, _GLIBC, _HOST, _MATRIX (below flags, above a team config, a host file
+and detection); UV_CUDA_DRIVER_VERSION and CONDA_OVERRIDE_CUDA override the detected driver;
+VERL_SETUP_DEBUG=1 shows tracebacks; `matrix prove` and `matrix check` skip the rows whose torch
+is on an extra index unless VERL_SETUP_PROVE_EXTRA_INDEXES=1 (it is not tested whether that
+index can be reached). uv reads its own UV_* settings, except those that would re-resolve a row
+(UV_TORCH_BACKEND, UV_EXTRA_INDEX_URL, ...), which are dropped with a warning."""
+
+
+class UsageError(SystemExit):
+    """argparse refused the command line (exit 2); the message is kept for the --json envelope."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(2)
+        self.message = message
 
 
 def build_parser(only: Collection[str] | None = None) -> argparse.ArgumentParser:
@@ -43,19 +65,58 @@ def build_parser(only: Collection[str] | None = None) -> argparse.ArgumentParser
     import argparse  # noqa: PLC0415
 
     class Parser(argparse.ArgumentParser):
-        """argparse with a usage error as one line (the value escaped), like every other bad input."""
+        """argparse with a usage error as one line (the value escaped), like every other bad
+        input, and no abbreviations (pip's and uv's --pre means pre-releases; here it meant
+        --prefix). Every subparser is one of these."""
+
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            kwargs.setdefault("allow_abbrev", False)
+            kwargs.setdefault("formatter_class", Formatter)
+            super().__init__(*args, **kwargs)
 
         def error(self, message: str) -> NoReturn:
-            self.exit(2, f"{self.prog}: error: {one_line(message)} (see --help)\n")
+            text = f"{one_line(message)} (see --help)"
+            sys.stderr.write(f"{self.prog}: error: {text}\n")
+            raise UsageError(text)
 
-    parser = Parser(prog="verl-setup", description=DESCRIPTION)
+    class Formatter(argparse.HelpFormatter):
+        """Prose wrapped as argparse does, the epilog (lines of its own) kept as written."""
+
+        def _fill_text(self, text: str, width: int, indent: str) -> str:
+            return text if "\n" in text else super()._fill_text(text, width, indent)
+
+    parser = Parser(prog="verl-setup", description=DESCRIPTION, epilog=EPILOG)
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
+    parser.set_defaults(whole_parser=build_parser)  # for `completion`, which writes it out
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for name, (module, text) in SUBCOMMANDS.items():
-        p = sub.add_parser(name, help=text)
+        p = sub.add_parser(name, help=text, epilog=EPILOG)
         if only is None or name in only:
             importlib.import_module(f"verl_setup.commands.{module}").add_arguments(p)
+            for leaf in _leaves(p):
+                _add_output_flags(leaf)
     return parser
+
+
+def _leaves(parser: argparse.ArgumentParser) -> list[argparse.ArgumentParser]:
+    """The parsers that run something: `matrix check`, not `matrix`."""
+    import argparse  # noqa: PLC0415
+
+    # argparse has no public walk over its subparsers
+    subs = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+    return [leaf for s in subs for child in s.choices.values() for leaf in _leaves(child)] or [parser]
+
+
+def _add_output_flags(p: argparse.ArgumentParser) -> None:
+    """-v, -q and --no-config on every command, as uv and pip have them."""
+    g = p.add_argument_group("output")
+    g.add_argument("-v", "--verbose", action="store_true", help="log every program run, with its timeout")
+    g.add_argument("-q", "--quiet", action="store_true", help="no progress lines (warnings still print)")
+    g.add_argument(
+        "--no-config",
+        action="store_true",
+        help="ignore verl-setup.toml and pyproject.toml's [tool.verl-setup]",
+    )
 
 
 def top_level_help(columns: int) -> str | None:
@@ -75,7 +136,7 @@ def top_level_help(columns: int) -> str | None:
             lines += [f"    {name:<{column - 6}}  {first}", *(" " * column + line for line in rest)]
     lines += ["", "options:", "  -h, --help  show this help message and exit"]
     lines.append("  --version   show program's version number and exit")
-    return "\n".join(lines) + "\n"
+    return "\n".join(lines) + "\n\n" + EPILOG + "\n"
 
 
 def _wrap(text: str, width: int) -> list[str]:
@@ -139,25 +200,80 @@ def main_inner(argv: Sequence[str] | None = None) -> int:
         sys.stdout.write(fast or f"verl-setup {__version__}\n")
         return 0
     args = parse(argv)
+    if args.verbose:
+        _log_to_stderr()
+    if not args.no_config:
+        from pathlib import Path  # noqa: PLC0415
+
+        from verl_setup.commands.team_config import find_team_config  # noqa: PLC0415  # TOML only then
+
+        args.team_config = find_team_config(Path.cwd())
     return int(args.run(args, os.environ, sys.stdout))
 
 
+def _log_to_stderr() -> None:
+    """-v: the package's debug log (the runner logs every argv with its timeout) on stderr."""
+    import logging  # noqa: PLC0415
+
+    log = logging.getLogger("verl_setup")
+    for old in [h for h in log.handlers if h.get_name() == "verbose"]:
+        log.removeHandler(old)
+    handler = logging.StreamHandler(sys.stderr)
+    handler.set_name("verbose")
+    handler.setFormatter(logging.Formatter("verl-setup: debug: %(message)s"))
+    log.addHandler(handler)
+    log.setLevel(logging.DEBUG)
+
+
+def json_command(argv: Sequence[str]) -> str | None:
+    """The command's name for its --json envelope ("matrix check"), or None without --json."""
+    words = list(argv[: argv.index("--")] if "--" in argv else argv)
+    if "--json" not in words or not words or words[0] not in SUBCOMMANDS:
+        return None
+    nested = words[0] in ("matrix", "docker") and len(words) > 1 and not words[1].startswith("-")
+    return f"{words[0]} {words[1]}" if nested else words[0]
+
+
+def _end_status_lines() -> None:
+    """End a terminal's status line before the prompt or an error (only if a reporter ran)."""
+    output = sys.modules.get("verl_setup.output")
+    if output is not None:
+        output.end_status_lines()
+
+
+def _json_failure(command: str | None, exc: VerlSetupError) -> None:
+    if command is not None and not exc.reported:
+        from verl_setup.output import envelope  # noqa: PLC0415
+
+        sys.stdout.write(envelope(command, exc.data, error=exc))
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point: one clear line per error, and the documented exit code."""
+    """Entry point: one clear line per error, and the documented exit code; under --json the
+    failure is also the envelope on stdout."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    command = json_command(argv)
     try:
-        return main_inner(argv)
+        code = main_inner(argv)
     except VerlSetupError as exc:
+        _end_status_lines()
+        _json_failure(command, exc)
         # A bad value is echoed escaped and cut, so the error stays one line (a build failure's
         # log tail is meant to span lines).
         text = one_line(str(exc), limit=4000) if isinstance(exc, BAD_INPUT) else str(exc)
         sys.stderr.write(f"verl-setup: error: {text}\n")
         return exc.exit_code
+    except UsageError as exc:
+        _json_failure(command, BadInputError(exc.message))
+        raise
     except KeyboardInterrupt:
+        _end_status_lines()
         sys.stderr.write("verl-setup: interrupted\n")
         return 130
     except BrokenPipeError:
         return 0
     except Exception as exc:
+        _end_status_lines()
         if os.environ.get("VERL_SETUP_DEBUG"):
             raise
         sys.stderr.write(
@@ -165,3 +281,6 @@ def main(argv: Sequence[str] | None = None) -> int:
             "(VERL_SETUP_DEBUG=1 shows more)\n"
         )
         return 1
+    else:
+        _end_status_lines()
+        return code

@@ -2,11 +2,20 @@
 
 from __future__ import annotations
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (the fast --help path)
+if TYPE_CHECKING:
+    from typing import Any
+
 
 class VerlSetupError(Exception):
     """Base class: a failure the user can act on, printed as one line."""
 
     exit_code = 1
+
+    def __init__(self, message: str = "", *, data: dict[str, Any] | None = None) -> None:
+        super().__init__(message)
+        self.data = data  # what the command found before failing: the `data` of its --json envelope
+        self.reported = False  # its --json envelope is already on stdout
 
 
 class BadInputError(VerlSetupError):

@@ -7,14 +7,49 @@ from __future__ import annotations
 import json
 import sys
 import time
+from collections.abc import Mapping
+from pathlib import Path
 from typing import Any, TextIO
 
-SCHEMA = 1
+from verl_setup.errors import VerlSetupError
+
+# The envelope's version. 2: every --json is {schema, command, ok, error?, data}; 1 was each
+# command's own keys beside "schema". A command's `data` is described by schemas/COMMAND.json.
+SCHEMA = 2
 
 
-def envelope(data: dict[str, Any], schema: int = SCHEMA) -> str:
-    """`data` as the documented JSON object: `"schema"` first, then its own keys."""
-    return json.dumps({"schema": schema, **{k: v for k, v in data.items() if k != "schema"}}, indent=2) + "\n"
+def envelope(command: str, data: Mapping[str, Any] | None, *, error: VerlSetupError | None = None) -> str:
+    """The one JSON document a --json command prints: its result, or its failure and what it had."""
+    doc: dict[str, Any] = {"schema": SCHEMA, "command": command, "ok": error is None}
+    if error is not None:
+        doc["error"] = {"code": error.exit_code, "message": str(error)}
+    doc["data"] = None if data is None else dict(data)
+    return json.dumps(doc, indent=2) + "\n"
+
+
+def schema_path(command: str) -> Path:
+    """The published JSON Schema of a command's `data` ("envelope" for the envelope itself)."""
+    return Path(__file__).parent / "schemas" / f"{command.replace(' ', '-')}.json"
+
+
+def emit(
+    out: TextIO, command: str, data: Mapping[str, Any] | None, error: VerlSetupError | None = None
+) -> None:
+    """Print the envelope; with an error, raise it afterwards (main then prints only its line)."""
+    out.write(envelope(command, data, error=error))
+    if error is not None:
+        error.reported = True
+        raise error
+
+
+_OPEN: list[Progress] = []  # this run's reporters, for end_status_lines
+
+
+def end_status_lines() -> None:
+    """End every status line still on a terminal (the CLI's last act: the prompt, or the error
+    line, must not land on it)."""
+    while _OPEN:
+        _OPEN.pop().end_line()
 
 
 class Progress:
@@ -28,6 +63,7 @@ class Progress:
         self.live = not quiet and self.stream.isatty()
         self._status = False  # a status line is on screen, not yet ended
         self._last_status = float("-inf")  # when status() last wrote
+        _OPEN.append(self)
 
     def elapsed(self) -> float:
         """Seconds since the start, rounded for output."""
@@ -55,7 +91,8 @@ class Progress:
             self.steps[-1]["seconds"] = round(now - self.steps[-1]["at"], 3)
         self.steps.append({"step": name, "at": round(now, 3)})
         if not self.quiet:
-            self._line(f"[{now:6.1f}s] {name}: {message}", keep=not self.live)
+            # The last step stays on screen with its line ended: the prompt comes after it.
+            self._line(f"[{now:6.1f}s] {name}: {message}", keep=not self.live or name == "done")
 
     def status(self, message: str, *, every: float = 30.0) -> None:
         """A running step's progress: redrawn in place on a terminal, a line per `every` s on a pipe."""

@@ -24,7 +24,7 @@ from pathlib import Path
 import pytest
 
 from tests.integration.test_doctor_ray import _STARTED, Head, _clean_env, stop_head
-from verl_setup.environment.uv import find_uv
+from verl_setup.util.uvbin import find_uv
 
 CACHE = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "verl-setup-tests"
 PYENV = Path(os.environ.get("PYENV_ROOT") or Path.home() / ".pyenv") / "versions"

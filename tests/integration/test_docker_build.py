@@ -3,14 +3,13 @@ verify the pins inside it, then change only the verl pin and see the earlier lay
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from tests.conftest import run_cli
+from tests.conftest import json_data, run_cli
 from tests.integration.docker_engine import base_image, start_dockerd
 from verl_setup.matrix.load import default_matrix_path, load_matrix
 
@@ -42,7 +41,7 @@ def build(
     start = time.monotonic()
     result = run_cli(*args)
     assert result.code == 0, result.err[-4000:]
-    report: dict[str, object] = json.loads(result.out)
+    report: dict[str, object] = json_data(result.out)
     report["wall"] = round(time.monotonic() - start, 1)
     return report
 
@@ -83,7 +82,7 @@ def test_print_context_lists_only_rendered_files(monkeypatch: pytest.MonkeyPatch
     monkeypatch.setenv("DOCKER_HOST", "unix:///nonexistent/docker.sock")  # no engine needed
     result = run_cli("docker", "build", "--no-gpu", "--print-context", "--json")
     assert result.code == 0
-    names = [f["name"] for f in json.loads(result.out)["files"]]
+    names = [f["name"] for f in json_data(result.out)["files"]]
     assert names == ["Dockerfile", ".dockerignore", "verl-setup-probe.py"]
 
 

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import run_cli
+from tests.conftest import json_data, run_cli
 from tests.integration.cluster_env import Cluster, start_cluster, stop_cluster, torch_venv
 from tests.integration.test_doctor_ray import hard_limit
 from verl_setup.doctor.checks import collective
@@ -55,7 +55,7 @@ def doctor(
         "--ray-address", cluster.address, *(("--", *launch) if launch else ()),
     )  # fmt: skip
     assert result.err == "", result.err
-    check = json.loads(result.out)["checks"][0]
+    check = json_data(result.out)["checks"][0]
     print(json.dumps(check, indent=1))  # the report quotes this output per census row
     return result.code, check
 

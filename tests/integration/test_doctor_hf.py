@@ -20,7 +20,7 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import run_cli
+from tests.conftest import json_data, run_cli
 from verl_setup.doctor.checks.hf_cache import cache_result, resolve_paths
 
 NOBODY = 65534
@@ -45,7 +45,7 @@ def _hf_env(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def doctor(*args: str) -> tuple[int, dict[str, Any], str]:
     result = run_cli("doctor", "--json", "--check", "hf-cache", "--prefix", sys.prefix, *args)
-    (check,) = json.loads(result.out)["checks"]
+    (check,) = json_data(result.out)["checks"]
     text = run_cli("doctor", "--check", "hf-cache", "--prefix", sys.prefix, *args).out
     assert SECRET not in result.out + result.err + text
     return result.code, check, text
@@ -161,7 +161,7 @@ def test_read_only_mount_fails_the_write_test_even_for_root(shared_dir: Path) ->
     script = f"mount --bind -o ro '{shared_dir}' '{shared_dir}' && exec {_doctor_line('--model-size', '1MB')}"
     out = _private_mount(script, env)
     assert out.returncode == 5, out.stderr
-    (check,) = json.loads(out.stdout)["checks"]
+    (check,) = json_data(out.stdout)["checks"]
     assert f"cannot create a file in {shared_dir}: Read-only file system (EROFS)" in check["summary"]
 
 
@@ -170,7 +170,7 @@ def test_small_tmpfs_is_too_small_for_the_model_and_a_full_temp_dir(shared_dir: 
     script = f"mount -t tmpfs -o size=64m tmpfs '{shared_dir}' && exec {_doctor_line('--model-size', '2GB')}"
     out = _private_mount(script, env)
     assert out.returncode == 5, out.stderr
-    (check,) = json.loads(out.stdout)["checks"]
+    (check,) = json_data(out.stdout)["checks"]
     failed = [f["message"] for f in check["findings"] if f["status"] == "fail"]
     assert any(m.startswith("0.1 GiB free for the cache") and "needs 2 GiB" in m for m in failed), failed
     assert any(m.startswith(f"the temp dir {shared_dir} is full") for m in failed), failed

@@ -8,7 +8,6 @@ runs reuse them). verl is never imported: the doctor reads the YAML files it shi
 from __future__ import annotations
 
 import fcntl
-import json
 import os
 import subprocess
 import sys
@@ -17,8 +16,8 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import run_cli
-from verl_setup.environment.uv import find_uv
+from tests.conftest import json_data, run_cli
+from verl_setup.util.uvbin import find_uv
 
 pytestmark = pytest.mark.network
 
@@ -104,7 +103,7 @@ def _no_ray(monkeypatch: pytest.MonkeyPatch) -> None:
 def lint(venv: Path, *overrides: str, main: tuple[str, ...] = MAIN_PPO) -> tuple[int, dict[str, Any]]:
     result = run_cli("doctor", "--json", "--check", "launch", "--prefix", str(venv), "--", *main, *overrides)
     assert result.err == "", result.err
-    (check,) = json.loads(result.out)["checks"]
+    (check,) = json_data(result.out)["checks"]
     return result.code, check
 
 
@@ -251,6 +250,6 @@ def test_group_overrides_and_hydra_keys_are_not_flagged(verl091_sglang: Path) ->
 
 def test_no_verl_in_the_env_is_a_skip_with_the_reason() -> None:
     result = run_cli("doctor", "--json", "--check", "launch", "--prefix", sys.prefix, "--", *MAIN_PPO, "a=1")
-    (check,) = json.loads(result.out)["checks"]
+    (check,) = json_data(result.out)["checks"]
     assert check["status"] == "skip"
     assert "verl is not installed in" in check["summary"]

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import run_cli
+from tests.conftest import json_data, run_cli
 from tests.integration.cluster_env import torch_venv
 from tests.integration.test_doctor_ray_local import tmpfs  # noqa: F401  # fixture: a real 8 MiB tmpfs
 from verl_setup.doctor.checks import memory
@@ -52,7 +52,7 @@ def made(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
 def doctor(venv: Path, *argv: str, check: str = "launch") -> tuple[int, dict[str, Any]]:
     result = run_cli("doctor", "--json", "--check", check, "--prefix", str(venv), *argv)
     assert result.err == "", result.err
-    (found,) = json.loads(result.out)["checks"]
+    (found,) = json_data(result.out)["checks"]
     print(json.dumps(found, indent=1))  # quoted per census row in the report
     return result.code, found
 

@@ -4,7 +4,6 @@ not support (pyenv 3.13 against the cpu row's 3.10-3.12)."""
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 import sys
@@ -13,8 +12,8 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import run_cli
-from verl_setup.environment.uv import find_uv
+from tests.conftest import json_data, run_cli
+from verl_setup.util.uvbin import find_uv
 
 PYENV = Path(os.environ.get("PYENV_ROOT") or Path.home() / ".pyenv") / "versions"
 DEBIAN_LIB = Path("/usr/lib/x86_64-linux-gnu")
@@ -23,7 +22,7 @@ DEBIAN_LIB = Path("/usr/lib/x86_64-linux-gnu")
 def python_check(*args: str) -> tuple[int, dict[str, Any]]:
     result = run_cli("doctor", "--json", "--check", "python", *args)
     assert result.err == "", result.err
-    (check,) = json.loads(result.out)["checks"]
+    (check,) = json_data(result.out)["checks"]
     return result.code, check
 
 

@@ -27,10 +27,10 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import run_cli
+from tests.conftest import json_data, run_cli
 from verl_setup.doctor.probes import ray_probe as rayprobe
-from verl_setup.environment.uv import find_uv
 from verl_setup.host.detect import detect
+from verl_setup.util.uvbin import find_uv
 
 pytestmark = [pytest.mark.slow, pytest.mark.serial]
 
@@ -258,7 +258,7 @@ def doctor(
         monkeypatch.setenv("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")
     result = run_cli("doctor", "--json", "--host", str(host), *args)
     assert result.err == "", result.err
-    report = json.loads(result.out)
+    report = json_data(result.out)
     return result.code, {c["id"]: c for c in report["checks"]}
 
 
@@ -380,7 +380,7 @@ def test_stale_address_file_is_found_through_rays_temp_dir(
         result = run_cli(
             "doctor", "--json", "--host", str(host_json), "--check", "ray", "--prefix", sys.prefix
         )
-        ray = json.loads(result.out)["checks"][0]
+        ray = json_data(result.out)["checks"][0]
         assert ray["status"] == "fail"
         assert "ray_current_cluster" in ray["summary"]
         assert "stale" in ray["remedy"]

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import run_cli
+from tests.conftest import json_data, run_cli
 from tests.integration.cluster_env import torch_venv
 from tests.integration.test_doctor_ray import _hard_limit  # noqa: F401  # autouse: 60 s per test
 
@@ -32,7 +32,7 @@ def doctor(monkeypatch: pytest.MonkeyPatch, *args: str, **env: str) -> tuple[int
         monkeypatch.setenv(name, value)
     result = run_cli("doctor", "--json", *args)
     assert result.err == "", result.err
-    checks = {c["id"]: c for c in json.loads(result.out)["checks"]}
+    checks = {c["id"]: c for c in json_data(result.out)["checks"]}
     print(json.dumps(checks["ray"], indent=1))  # quoted per census row in the report
     return result.code, checks["ray"]
 

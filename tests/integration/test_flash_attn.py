@@ -18,8 +18,10 @@ from pathlib import Path
 
 import pytest
 
+from tests.conftest import json_data
 from tests.integration.test_install import TINY, cli, leftovers, tiny_env
-from verl_setup.environment.uv import explain_failure, find_uv
+from verl_setup.environment.uv import explain_failure
+from verl_setup.util.uvbin import find_uv
 
 pytestmark = [pytest.mark.network, pytest.mark.slow]
 
@@ -96,7 +98,7 @@ def test_a_matching_prebuilt_wheel_is_fetched_after_torch_and_verified(
     assert record["distributions"]["flash-attn"] == "2.8.3"  # type: ignore[index]
     steps = [s["step"] for s in record["recipe"]]  # type: ignore[attr-defined]
     assert steps == ["venv", "torch", "engine", "flash-attn", "verl"]
-    probe = {m["module"]: m["outcome"] for m in json.loads(result.stdout)["import"]["modules"]}
+    probe = {m["module"]: m["outcome"] for m in json_data(result.stdout)["import"]["modules"]}
     assert probe["flash_attn"] == "ok"
     assert probe["vllm.entrypoints.llm"] == "ok"
 
@@ -168,8 +170,8 @@ def test_no_wheel_and_no_choice_is_refused_in_one_line_and_nothing_changes(
     assert "pass --build-flash-attn" in errors[0]
     assert "--without flash-attn" in errors[0]
     assert "nothing was changed" in errors[0]
-    data = json.loads(result.stdout)
-    assert (data["ok"], data["exit_code"]) == (False, 4)
+    doc = json.loads(result.stdout)
+    assert (doc["ok"], doc["error"]["code"]) == (False, 4)
     assert (prefix / "verl-setup.json").read_bytes() == before
     assert leftovers(prefix) == []
 

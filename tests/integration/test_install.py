@@ -19,6 +19,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.conftest import json_data
 from verl_setup.environment.staging import Layout
 
 pytestmark = [pytest.mark.network, pytest.mark.slow]
@@ -112,7 +113,7 @@ def test_install_builds_a_verified_relocated_env_with_a_manifest(tmp_path: Path)
         "swap",
         "done",
     ]
-    data = json.loads(result.stdout)
+    data = json_data(result.stdout)
     manifest = json.loads((prefix / "verl-setup.json").read_text())
     assert data["manifest"] == manifest
     assert manifest["row"]["id"] == "tiny-new"

@@ -1,5 +1,6 @@
-"""Every `--json` output is a versioned object: `"schema": 1` first, and the keys each command
-documents. One contract per command, run as a user would (a fresh process)."""
+"""Every `--json` output is one envelope (schema 2: command, ok, error on failure, data), and each
+command's data validates against the JSON Schema the package publishes (verl_setup/schemas/).
+One contract per command, success and failure, run as a user would (a fresh process)."""
 
 from __future__ import annotations
 
@@ -7,20 +8,41 @@ import json
 from pathlib import Path
 from typing import Any
 
+import jsonschema
 import pytest
 
 from tests.integration.test_install import TINY_MATRIX, cli, tiny_env
+from verl_setup.output import schema_path
 
 pytestmark = [pytest.mark.network]
 
 
-def as_json(*argv: str, code: int = 0, env: dict[str, str] | None = None) -> dict[str, Any]:
+def valid(doc: dict[str, Any]) -> dict[str, Any]:
+    """The envelope checked against envelope.json and its data against the command's schema."""
+    jsonschema.validate(doc, json.loads(schema_path("envelope").read_text()))
+    if doc["data"] is not None:
+        jsonschema.validate(doc["data"], json.loads(schema_path(doc["command"]).read_text()))
+    return doc
+
+
+def envelope_of(*argv: str, code: int = 0, env: dict[str, str] | None = None) -> dict[str, Any]:
+    """Run a command; its stdout is exactly one valid envelope, ok exactly when it exits 0."""
     result = cli(*argv, env=env or tiny_env())
     assert result.returncode == code, result.stderr
-    data = json.loads(result.stdout)
-    assert next(iter(data)) == "schema", list(data)[:3]
-    assert data["schema"] == 1
-    return dict(data)
+    doc = valid(json.loads(result.stdout))
+    assert list(doc)[:3] == ["schema", "command", "ok"]
+    assert doc["ok"] is (code == 0)
+    if code:
+        assert doc["error"]["code"] == code
+        assert doc["error"]["message"] in result.stderr
+    return doc
+
+
+def as_json(*argv: str, code: int = 0, env: dict[str, str] | None = None) -> dict[str, Any]:
+    """The data of a command's envelope."""
+    data = envelope_of(*argv, code=code, env=env)["data"]
+    assert isinstance(data, dict)
+    return data
 
 
 def test_detect() -> None:
@@ -58,18 +80,16 @@ def test_render(tmp_path: Path) -> None:
     assert [f["name"] for f in data["files"]] == ["env.sh", "env.list"]
 
 
-def test_doctor_fails_with_a_report_too() -> None:
-    result = cli("doctor", "--json", "--check", "hf-cache", env=tiny_env(HF_HUB_OFFLINE="1"))
-    data = json.loads(result.stdout)
-    assert next(iter(data)) == "schema"
-    assert {"ok", "checks"} <= set(data)
-
-
 def test_doctor_has_one_entry_per_check_in_one_shape() -> None:
     from verl_setup.util.vocab import CHECK_IDS  # noqa: PLC0415
 
     result = cli("doctor", "--json", env=tiny_env())
-    data = json.loads(result.stdout)
+    doc = valid(json.loads(result.stdout))
+    assert doc["ok"] is (result.returncode == 0)  # no GPU here: the cuda check fails, exit 5
+    if result.returncode:
+        assert doc["error"]["code"] == 5
+        assert "checks failed: " in doc["error"]["message"]
+    data = doc["data"]
     assert [c["id"] for c in data["checks"]] == list(CHECK_IDS)  # memory and collective included
     for check in data["checks"]:
         assert set(check) == {"id", "status", "summary", "evidence", "remedy", "findings"}, check["id"]
@@ -85,10 +105,15 @@ def test_install_verify_lock_and_a_failed_install(tmp_path: Path) -> None:
     lock = tmp_path / "l.lock"
     locked = as_json("lock", "--matrix", str(TINY_MATRIX), "--out", str(lock), "--json")
     assert {"out", "sha256", "row", "python", "distributions"} <= set(locked)
-    failed = as_json(
+    failed = envelope_of(
         "install", "--matrix", str(TINY_MATRIX), "--prefix", str(tmp_path), "--json", code=2
     )  # tmp_path holds files and is no venv: refused
-    assert (failed["ok"], failed["exit_code"]) == (False, 2)
+    assert failed["data"]["steps"][0]["step"] == "plan"
+    dry = as_json(
+        "install", "--matrix", str(TINY_MATRIX), "--prefix", str(tmp_path / "new"), "--dry-run", "--json"
+    )
+    assert dry["commands"][0]["step"] == "venv"
+    assert not (tmp_path / "new").exists()
 
 
 def test_prove(tmp_path: Path) -> None:
@@ -122,3 +147,30 @@ def test_matrix_check_and_propose(tmp_path: Path) -> None:
         assert failed["regressed"] == ["verl1.0-vllm1.1.0"]
         proposed = as_json("matrix", "propose", "--matrix", str(matrix), "--json", env=env)
         assert {"since", "index", "candidates", "refused", "out"} <= set(proposed)
+
+
+def test_no_fitting_row_is_a_result_with_the_nearest_rows() -> None:
+    data = as_json("plan", "--driver", "450.80.02", "--gpu", "V100", "--json", code=3)
+    assert data["row"] is None
+    assert data["nearest"]
+    assert {r["id"] for r in data["nearest"]} <= {r["id"] for r in data["rejected"]}
+    assert data["facts"]["driver"] == {"value": "450.80.02", "source": "flag --driver"}
+
+
+@pytest.mark.parametrize(
+    ("argv", "code"),
+    [
+        (("matrix", "show", "nonexistent", "--json"), 2),
+        (("render", "bogus", "--json"), 2),
+        (("doctor", "--check", "bogus", "--json"), 2),
+        (("verify", "--prefix", "/nonexistent", "--json"), 2),
+        (("lock", "--json"), 2),
+        (("plan", "--no-such-flag", "--json"), 2),  # argparse's own refusal
+        (("install", "--pre", "x", "--dry-run", "--json"), 2),  # --pre is not --prefix (pip, uv)
+    ],
+    ids=["matrix-show", "render", "doctor", "verify", "lock", "usage", "abbrev"],
+)
+def test_a_failure_is_an_envelope_too(argv: tuple[str, ...], code: int) -> None:
+    doc = envelope_of(*argv, code=code)
+    assert doc["data"] is None
+    assert doc["command"] == (" ".join(argv[:2]) if argv[0] == "matrix" else argv[0])

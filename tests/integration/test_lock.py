@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.integration.test_install import TINY_MATRIX, cli, install, installed_row, leftovers
+from tests.integration.test_install import TINY_MATRIX, cli, install, installed_row, leftovers, tiny_env
 from verl_setup.environment.lock import read_lock
 
 pytestmark = [pytest.mark.network, pytest.mark.slow]
@@ -93,9 +93,25 @@ def test_a_lock_with_one_altered_hash_is_refused_and_the_old_env_kept(tmp_path: 
     assert leftovers(prefix) == []
 
 
-def test_the_cpu_row_locks_identically_twice_for_its_target_python(tmp_path: Path) -> None:
+def test_the_cpu_row_locks_identically_twice_and_the_users_torch_backend_does_not_reach_uv(
+    tmp_path: Path,
+) -> None:
     first = lock(tmp_path / "a.lock", "--no-gpu", matrix=None)
-    second = lock(tmp_path / "b.lock", "--no-gpu", matrix=None)
+    # vLLM's docs tell users to export UV_TORCH_BACKEND=auto; uv then sends torch to PyTorch's own
+    # index (unreachable here: the lock failed; elsewhere `torch==2.11.0` became 2.11.0+cpu).
+    result = cli(
+        "lock",
+        "--out",
+        str(tmp_path / "b.lock"),
+        "--no-gpu",
+        env=tiny_env(UV_TORCH_BACKEND="cpu"),
+        timeout=900,
+    )
+    assert result.returncode == 0, result.stderr
+    assert (
+        "warning: not passed to uv, since the row decides what it resolves: UV_TORCH_BACKEND" in result.stderr
+    )
+    second = (tmp_path / "b.lock").read_text()
     assert first == second
     parsed = read_lock(tmp_path / "a.lock")
     assert parsed.row_id == "cpu"

@@ -8,7 +8,6 @@ so the tests are deterministic and need no network.
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Iterator
 from pathlib import Path
@@ -17,6 +16,7 @@ from typing import Any
 import pytest
 import yaml
 
+from tests.conftest import json_data
 from tests.integration.local_index import LocalIndex, serve
 from tests.integration.test_install import cli
 
@@ -114,7 +114,7 @@ def env_for(index: LocalIndex, tmp_path: Path) -> dict[str, str]:
 def run_json(*argv: str, env: dict[str, str], code: int = 0) -> dict[str, Any]:
     result = cli(*argv, "--json", env=env)
     assert result.returncode == code, result.stderr
-    return dict(json.loads(result.stdout))
+    return dict(json_data(result.stdout))
 
 
 @pytest.fixture

@@ -14,10 +14,11 @@ from pathlib import Path
 import pytest
 from packaging.utils import canonicalize_name
 
-from verl_setup.environment.uv import compile_command, find_uv, uv_env, write_inputs
+from verl_setup.environment.uv import compile_command, uv_env, write_inputs
 from verl_setup.matrix.load import load_matrix
 from verl_setup.matrix.schema import Row
 from verl_setup.util.runner import run
+from verl_setup.util.uvbin import find_uv
 
 MATRIX = load_matrix()
 UV_TIMEOUT = 300.0

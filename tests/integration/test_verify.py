@@ -20,8 +20,9 @@ from pathlib import Path
 
 import pytest
 
+from tests.conftest import json_data
 from tests.integration.test_install import cli, install, tiny_env
-from verl_setup.environment.uv import find_uv
+from verl_setup.util.uvbin import find_uv
 
 pytestmark = [pytest.mark.network, pytest.mark.slow]
 
@@ -42,7 +43,7 @@ def tiny(tmp_path: Path) -> Path:
 def test_a_fresh_env_verifies_with_a_real_import(tiny: Path) -> None:
     result = cli("verify", "--prefix", str(tiny), "--json")
     assert result.returncode == 0, result.stdout + result.stderr
-    data = json.loads(result.stdout)
+    data = json_data(result.stdout)
     assert data["ok"] is True
     assert data["expected"]["source"].startswith("manifest ")
     assert data["import"]["ok"] is True

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from verl_setup.environment.uv import find_uv
 from verl_setup.util.runner import run
+from verl_setup.util.uvbin import find_uv
 
 ROOT = Path(__file__).resolve().parents[2]
 

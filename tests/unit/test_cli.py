@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import host, run_cli
+from tests.conftest import host, json_data, run_cli
 from verl_setup import __version__
 from verl_setup.host.facts import HostFacts
 
@@ -20,7 +20,7 @@ WriteHost = Callable[[HostFacts], Path]
 def test_plan_for_another_machine_from_flags_alone() -> None:
     result = run_cli("plan", "--driver", "535.129.03", "--gpu", "H100", "--python", "3.10.12", "--json")
     assert result.code == 0, result.err
-    data = json.loads(result.out)
+    data = json_data(result.out)
     assert data["row"]["torch"]["cuda"].startswith("12.")
     assert data["python"] == "3.10.12"
     assert data["facts"]["driver"] == {"value": "535.129.03", "source": "flag --driver"}
@@ -63,15 +63,15 @@ def test_host_file_problems_are_exit_2(tmp_path: Path, host_file: WriteHost) -> 
 
 def test_host_file_then_env_then_flag(host_file: WriteHost, monkeypatch: pytest.MonkeyPatch) -> None:
     path = host_file(host(driver="580.95.05", gpus=(("NVIDIA H200", "9.0"),) * 8))
-    from_file = json.loads(run_cli("plan", "--host", str(path), "--json").out)
+    from_file = json_data(run_cli("plan", "--host", str(path), "--json").out)
     assert from_file["row"]["id"] == "verl0.9-vllm0.24.0"
     assert from_file["facts"]["gpu_count"]["value"] == 8
     assert from_file["facts"]["driver"]["source"].startswith(f"host file {path}")
     monkeypatch.setenv("VERL_SETUP_DRIVER", "550.54.15")
-    from_env = json.loads(run_cli("plan", "--host", str(path), "--json").out)
+    from_env = json_data(run_cli("plan", "--host", str(path), "--json").out)
     assert from_env["facts"]["driver"]["source"] == "env VERL_SETUP_DRIVER"
     assert from_env["row"]["torch"]["cuda"].startswith("12.")
-    from_flag = json.loads(run_cli("plan", "--host", str(path), "--driver", "580.65.06", "--json").out)
+    from_flag = json_data(run_cli("plan", "--host", str(path), "--driver", "580.65.06", "--json").out)
     assert from_flag["facts"]["driver"]["source"] == "flag --driver"
 
 

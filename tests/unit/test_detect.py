@@ -198,3 +198,49 @@ def test_sysfs_pci_device_ids_name_the_chip_when_smi_gives_none(tmp_path: Path) 
     fake_smi(tmp_path / "bin", xml=None, csv="smi-query-590.48.01-h100-all-fields.csv")
     facts = detect(root=tmp_path, env=env_with(tmp_path / "bin"))
     assert [g.pci_device_id for g in facts.gpus] == ["2330"]
+
+
+def slow_ray(prefix: Path, version: str | None) -> Path:
+    """A `ray` that takes 10 s to answer (Ray's CLI on a loaded host took 2.7 to 5.1 s) and
+    leaves a mark when run, in a prefix laid out as a venv with ray's dist-info."""
+    (prefix / "bin").mkdir(parents=True)
+    mark = prefix / "ran"
+    script = prefix / "bin/ray"
+    script.write_text(f"#!/bin/sh\ntouch {mark}\nsleep 10\necho 'ray, version 9.9.9'\n")
+    script.chmod(0o755)
+    if version:
+        (prefix / f"lib/python3.12/site-packages/ray-{version}.dist-info").mkdir(parents=True)
+    return mark
+
+
+@pytest.mark.subprocess
+def test_rays_version_comes_from_its_metadata_and_a_slow_ray_never_runs(tmp_path: Path) -> None:
+    mark = slow_ray(tmp_path / "venv", "2.58.0")
+    start = time.monotonic()
+    facts = detect(root=tmp_path, env=env_with(tmp_path / "venv/bin"))
+    seconds = time.monotonic() - start
+    (ray,) = [t for t in facts.tools if t.name == "ray"]
+    assert (ray.version, ray.path) == ("2.58.0", str(tmp_path / "venv/bin/ray"))
+    assert not mark.exists()
+    assert seconds < system.TOOL_TIMEOUT  # `ray --version` alone would have taken 10 s
+
+
+@pytest.mark.subprocess
+def test_a_ray_without_metadata_is_reported_without_a_version(tmp_path: Path) -> None:
+    mark = slow_ray(tmp_path / "venv", None)
+    facts = detect(root=tmp_path, env=env_with(tmp_path / "venv/bin"))
+    (ray,) = [t for t in facts.tools if t.name == "ray"]
+    assert ray.version is None
+    assert not mark.exists()
+
+
+@pytest.mark.subprocess
+def test_uv_managed_pythons_are_looked_for_where_uv_keeps_them(tmp_path: Path) -> None:
+    # uv honours XDG_DATA_HOME (`uv python dir`); the fixed ~/.local/share/uv/python missed them.
+    real = Path(os.__file__).parents[2] / "bin" / "python3"
+    managed = tmp_path / "xdg/uv/python/cpython-3.12.3-linux-x86_64-gnu/bin"
+    managed.mkdir(parents=True)
+    (managed / "python3").symlink_to(real.resolve())
+    env = {"PATH": "/nonexistent", "HOME": str(tmp_path / "home"), "XDG_DATA_HOME": str(tmp_path / "xdg")}
+    facts = detect(root=tmp_path, env=env)
+    assert [p.source for p in facts.pythons] == ["uv-managed"]

@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import dataclasses
-import json
 import shutil
 from collections.abc import Callable
 from pathlib import Path
 
-from tests.conftest import FIXTURES, host, run_cli
+from tests.conftest import FIXTURES, host, json_data, run_cli
 from verl_setup.host.facts import HostFacts, HostKind, load_host_file
 from verl_setup.host.kind import host_kind
 
@@ -78,10 +77,10 @@ def test_wsl_compares_the_windows_driver_with_the_windows_floors(
     path = host_file(with_kind(host(driver="546.80", gpus=h100), wsl))
     result = run_cli("plan", "--json", "--host", str(path))
     assert result.code == 0, result.err
-    facts = json.loads(result.out)["facts"]
+    facts = json_data(result.out)["facts"]
     assert facts["driver"]["value"] == "525.60.13"  # what a Windows 546.80 runs: CUDA 12.x, minor-compat
     assert "Windows driver 546.80" in facts["driver"]["source"]
-    assert json.loads(result.out)["row"]["torch"]["cuda"].startswith("12.")
+    assert json_data(result.out)["row"]["torch"]["cuda"].startswith("12.")
 
 
 def test_a_windows_driver_below_the_windows_cuda_12_floor_is_not_taken_for_a_linux_one(

@@ -9,10 +9,13 @@ from packaging.requirements import Requirement
 from packaging.specifiers import SpecifierSet
 
 from verl_setup.maintenance.check import resolution_of
+from verl_setup.maintenance.index import DistFile, Release
 from verl_setup.maintenance.metadata import (
     ReleaseMeta,
     cuda_of,
     exact_pin,
+    glibc_floor,
+    linux_wheels,
     python_minors,
     requirements_of,
     serves_python,
@@ -114,3 +117,69 @@ def test_the_baseline_file_round_trips_and_is_the_same_bytes_for_the_same_resolu
     assert written.read_bytes() == first
     assert load_resolved(rows) == {"a-row": two, "z-row": one}
     assert first.index(b"a-row") < first.index(b"z-row")  # sorted: a new row diffs as one block
+
+
+def release_of(*filenames: str) -> Release:
+    files = tuple(
+        DistFile(
+            filename=n,
+            url=f"https://index.example/{n}",
+            sha256=None,
+            upload_time=None,
+            yanked=None,
+            requires_python=None,
+            has_metadata=True,
+        )
+        for n in filenames
+    )
+    return Release(version="0", files=files)
+
+
+@pytest.mark.parametrize(
+    ("filename", "expected", "floor"),
+    [
+        # File names as the index serves them (ecosystem review §1.1 R; tests/fixtures/doctor).
+        ("ray-2.60.0-cp312-cp312-manylinux2014_x86_64.whl", {"cp312-cp312": "2.17"}, "2.17"),
+        ("vllm-0.6.3-cp38-abi3-manylinux1_x86_64.whl", {"cp38-abi3": "2.5"}, "2.5"),
+        ("torch-2.6.0-cp312-cp312-manylinux1_x86_64.whl", {"cp312-cp312": "2.5"}, "2.5"),
+        ("x-1-cp312-cp312-manylinux2010_x86_64.whl", {"cp312-cp312": "2.12"}, "2.12"),
+        ("torch-2.11.0-cp312-cp312-manylinux_2_28_x86_64.whl", {"cp312-cp312": "2.28"}, "2.28"),
+        (
+            "numpy-2.2.6-cp312-cp312-manylinux_2_17_x86_64.manylinux2014_x86_64.whl",
+            {"cp312-cp312": "2.17"},
+            "2.17",
+        ),
+        ("ray-2.60.0-cp312-cp312-manylinux2014_aarch64.whl", {}, None),
+    ],
+    ids=[
+        "ray-manylinux2014",
+        "vllm-abi3-manylinux1",
+        "torch-manylinux1",
+        "manylinux2010",
+        "pep600",
+        "both",
+        "arm",
+    ],
+)
+def test_legacy_manylinux_names_count_as_the_glibc_pep_600_gives_them(
+    filename: str, expected: dict[str, str], floor: str | None
+) -> None:
+    wheels = linux_wheels(release_of(filename), "x86_64")
+    assert wheels == expected
+    assert serves_python(wheels, "3.12") is bool(expected)
+    assert glibc_floor(wheels, "3.12") == floor
+
+
+def test_the_lowest_floor_of_several_wheels_for_one_python_is_kept() -> None:
+    release = release_of(
+        "x-1-cp312-cp312-manylinux_2_28_x86_64.whl", "x-1-cp312-cp312-manylinux2014_x86_64.whl", "x-1.tar.gz"
+    )
+    assert linux_wheels(release, "x86_64") == {"cp312-cp312": "2.17"}
+
+
+def test_python_tags_are_matched_as_packaging_tags_lists_them() -> None:
+    assert serves_python({"cp312-none": "2.28"}, "3.12")
+    assert serves_python({"py312-none": "any"}, "3.12")
+    assert not serves_python({"cp313-abi3": "2.28"}, "3.12")  # abi3 serves newer minors only
+    assert not serves_python({"pp310-pypy310_pp73": "2.28"}, "3.10")
+    assert not serves_python({"cp312-cp312d": "2.28"}, "3.12")  # a debug build's ABI

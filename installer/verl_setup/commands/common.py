@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Mapping
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from verl_setup.errors import BadInputError
 from verl_setup.plan.make import PlanInputs, make_plan
@@ -31,8 +31,15 @@ def plan_inputs(args: argparse.Namespace) -> PlanInputs:
         backend=args.backend,
         policy=args.policy,
         host_file=args.host,
+        **config_of(args),
     )
     return PlanInputs(request=request, matrix=args.matrix, row=args.row)
+
+
+def config_of(args: argparse.Namespace) -> dict[str, Any]:
+    """The team config cli.py found (none under --no-config) as Request fields."""
+    found = getattr(args, "team_config", None)
+    return {} if found is None else {"config": found.values, "config_source": found.source}
 
 
 def plan_for(args: argparse.Namespace, env: Mapping[str, str]) -> Plan:

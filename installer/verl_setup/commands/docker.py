@@ -60,7 +60,9 @@ def run(args: argparse.Namespace, env: Mapping[str, str], out: TextIO) -> int:
         entries = describe_context(files)
         total = sum(e.size for e in entries)
         if args.json:
-            out.write(envelope({"files": [e.__dict__ for e in entries], "total_bytes": total}))
+            out.write(
+                envelope("docker build", {"files": [e.__dict__ for e in entries], "total_bytes": total})
+            )
         else:
             out.writelines(f"{e.size:>10}  {e.name}\n" for e in entries)
             out.write(f"{total:>10}  bytes in {len(entries)} files (no .git, no caches, no weights)\n")
@@ -107,7 +109,7 @@ def run(args: argparse.Namespace, env: Mapping[str, str], out: TextIO) -> int:
         "python": checked["python"],
     }
     if args.json:
-        out.write(envelope(report))
+        out.write(envelope("docker build", report))
     else:
         out.write(
             f"built {args.tag} ({image_id[:19]}) for {plan.row.id} in {seconds:.1f}s, "

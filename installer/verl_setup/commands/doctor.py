@@ -18,7 +18,7 @@ from verl_setup.util.vocab import CHECK_IDS
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     """The doctor flags, and the launch command after `--`."""
-    p.add_argument("--json", action="store_true", help="machine-readable report (schema 1)")
+    p.add_argument("--json", action="store_true", help="machine-readable report")
     p.add_argument(
         "--check",
         action="append",
@@ -58,6 +58,11 @@ def run(args: argparse.Namespace, env: Mapping[str, str], out: TextIO) -> int:
     selected(options.checks)  # bad ids are bad input (exit 2), before any probe runs
     host = from_env(args.host, env, "VERL_SETUP_HOST")
     results = run_checks(make_context(options, env, host))
-    out.write(envelope(report_json(results)) if args.json else report_text(results))
+    failed = [r.id for r in results if r.status == "fail"]
+    if args.json:
+        error = CheckFailedError(f"{len(failed)} checks failed: {', '.join(failed)}") if failed else None
+        out.write(envelope("doctor", report_json(results), error=error))
+    else:
+        out.write(report_text(results))
     out.flush()
-    return CheckFailedError.exit_code if any(r.status == "fail" for r in results) else 0
+    return CheckFailedError.exit_code if failed else 0

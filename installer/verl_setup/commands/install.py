@@ -7,26 +7,25 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TextIO
 
-from verl_setup.commands.common import extension_requests, plan_inputs
+from verl_setup.commands.common import config_of, extension_requests, plan_inputs
 from verl_setup.commands.flags import add_plan_flags, add_recipe_flags
 from verl_setup.environment.install import install
 from verl_setup.environment.install_job import InstallOptions
 from verl_setup.errors import VerlSetupError
-from verl_setup.output import Progress, envelope
+from verl_setup.output import Progress, emit, envelope
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     """The install flags."""
-    p.add_argument("--prefix", type=Path, default=Path(".venv"), metavar="PATH", help="default .venv")
+    p.add_argument("--prefix", type=Path, metavar="PATH", help="default: the team config's, else .venv")
     p.add_argument("--lock", type=Path, metavar="FILE", help="install exactly this lock (hashes enforced)")
     p.add_argument("--dry-run", action="store_true", help="print the exact uv commands, change nothing")
-    p.add_argument("--json", action="store_true", help="machine-readable result (schema 1)")
+    p.add_argument("--json", action="store_true", help="machine-readable result")
     p.add_argument(
         "--no-python-downloads", action="store_true",
         help="never let uv download the exact Python (then the same minor found here, with a warning)",
     )  # fmt: skip
     p.add_argument("--wait", type=float, default=600.0, metavar="S", help="wait for another install (600)")
-    p.add_argument("--quiet", "-q", action="store_true", help="no progress lines (warnings still print)")
     p.add_argument("--no-import", action="store_true", help="skip the import probe")
     p.add_argument(
         "--import-timeout", type=float, default=900.0, metavar="S", help="for the import probe (900)"
@@ -40,7 +39,7 @@ def options_from_args(args: argparse.Namespace) -> InstallOptions:
     """The install flags as InstallOptions."""
     return InstallOptions(
         plan=plan_inputs(args),
-        prefix=args.prefix,
+        prefix=args.prefix or Path(config_of(args).get("config", {}).get("prefix", ".venv")),
         lock=args.lock,
         extensions=extension_requests(args),
         python_downloads=not args.no_python_downloads,
@@ -53,12 +52,13 @@ def run(args: argparse.Namespace, env: Mapping[str, str], out: TextIO) -> int:
     """Install; with --json a result object on stdout, on failure too (then the error, exit code)."""
     progress = Progress(quiet=args.quiet)
     try:
-        result = install(options_from_args(args), env, progress, dry_run=args.dry_run, out=out)
+        result = install(
+            options_from_args(args), env, progress, dry_run=args.dry_run, out=out, as_json=args.json
+        )
     except VerlSetupError as exc:
         if args.json:
-            failure = {"ok": False, "error": str(exc), "exit_code": exc.exit_code}
-            out.write(envelope({**failure, "seconds": progress.elapsed(), "steps": progress.steps}))
+            emit(out, "install", {"seconds": progress.elapsed(), "steps": progress.steps}, exc)
         raise
     if args.json and result is not None:
-        out.write(envelope(result))
+        out.write(envelope("install", result))
     return 0

@@ -11,17 +11,17 @@ from typing import TextIO
 from verl_setup.commands.common import extension_requests, plan_for
 from verl_setup.commands.flags import add_plan_flags, add_recipe_flags
 from verl_setup.environment.lock import compile_lock, parse, write_lock
-from verl_setup.environment.uv import find_uv, uv_env
+from verl_setup.environment.uv import uv_env
 from verl_setup.errors import BadInputError
 from verl_setup.output import Progress, envelope
 from verl_setup.plan.recipe import recipe_for
+from verl_setup.util.uvbin import find_uv
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     """The lock flags."""
     p.add_argument("--out", type=Path, metavar="FILE", help="write the lock here (default: stdout)")
-    p.add_argument("--json", action="store_true", help="describe the written lock (schema 1)")
-    p.add_argument("--quiet", "-q", action="store_true", help="no progress lines (warnings still print)")
+    p.add_argument("--json", action="store_true", help="describe the written lock")
     add_recipe_flags(p)
     add_plan_flags(p)
     p.set_defaults(run=run)
@@ -38,7 +38,7 @@ def run(args: argparse.Namespace, env: Mapping[str, str], out: TextIO) -> int:
     progress.step("plan", f"row {plan.row.id}, Python {plan.python}; resolving with hashes")
     for warning in recipe.warnings:
         progress.say(f"warning: {warning}")
-    text = compile_lock(plan, recipe, uv=find_uv(), env=uv_env(base=env))
+    text = compile_lock(plan, recipe, uv=find_uv(), env=uv_env(base=env, warn=progress.say))
     pins = len(parse(text, Path("<new lock>")).pins)
     if to_stdout:
         out.write(text)
@@ -54,5 +54,5 @@ def run(args: argparse.Namespace, env: Mapping[str, str], out: TextIO) -> int:
             "python": plan.python,
             "distributions": pins,
         }
-        out.write(envelope(summary))
+        out.write(envelope("lock", summary))
     return 0

@@ -7,8 +7,9 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TextIO
 
+from verl_setup.errors import BadInputError
 from verl_setup.matrix.load import check, default_matrix_path, load_matrix
-from verl_setup.output import envelope
+from verl_setup.output import emit, envelope
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -34,7 +35,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     )
     prove.add_argument("ids", nargs="*", metavar="ROW", help="rows to prove (default: every row)")
     prove.add_argument("--matrix", type=Path, metavar="FILE")
-    prove.add_argument("--json", action="store_true", help="machine-readable results (schema 1)")
+    prove.add_argument("--json", action="store_true", help="machine-readable results")
     prove.add_argument("--no-record", action="store_true", help="do not write proof.yaml")
     prove.set_defaults(run=run_prove)
     check_p = msub.add_parser(
@@ -42,7 +43,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     )
     check_p.add_argument("ids", nargs="*", metavar="ROW", help="rows to check (default: every row)")
     check_p.add_argument("--matrix", type=Path, metavar="FILE")
-    check_p.add_argument("--json", action="store_true", help="machine-readable results (schema 1)")
+    check_p.add_argument("--json", action="store_true", help="machine-readable results")
     check_p.add_argument(
         "--record", action="store_true", help="record today's resolutions as the baseline (resolved.yaml)"
     )
@@ -57,7 +58,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     )
     propose.add_argument("--out", type=Path, metavar="FILE", help="write the candidates here (a new file)")
     propose.add_argument("--matrix", type=Path, metavar="FILE")
-    propose.add_argument("--json", action="store_true", help="machine-readable results (schema 1)")
+    propose.add_argument("--json", action="store_true", help="machine-readable results")
     propose.set_defaults(run=run_propose)
 
 
@@ -68,7 +69,9 @@ def run_list(args: argparse.Namespace, env: Mapping[str, str], out: TextIO) -> i
     matrix = load_matrix(args.matrix)
     if args.json:
         rows = [r.to_dict() for r in matrix.rows]
-        out.write(envelope({"matrix": str(matrix.path), "sha256": matrix.sha256, "rows": rows}))
+        out.write(
+            envelope("matrix list", {"matrix": str(matrix.path), "sha256": matrix.sha256, "rows": rows})
+        )
     else:
         out.write(matrix_list_text(matrix))
     return 0
@@ -82,7 +85,7 @@ def run_show(args: argparse.Namespace, env: Mapping[str, str], out: TextIO) -> i
     row = matrix.row(args.id)
     if args.json:
         proof = dict(zip(("level", "detail"), matrix.proof_of(row), strict=True))
-        out.write(envelope({"row": row.to_dict(), "proof": proof}))
+        out.write(envelope("matrix show", {"row": row.to_dict(), "proof": proof}))
     else:
         out.write(row_text(row, matrix))
     return 0
@@ -93,7 +96,8 @@ def run_validate(args: argparse.Namespace, env: Mapping[str, str], out: TextIO) 
     path = (args.file or default_matrix_path()).resolve()
     problems, matrix = check(path)
     if args.json:
-        out.write(envelope({"file": str(path), "ok": not problems, "problems": problems}))
+        error = BadInputError(f"{path}: {len(problems)} problems") if problems else None
+        emit(out, "matrix validate", {"file": str(path), "ok": not problems, "problems": problems}, error)
     elif problems:
         out.write("".join(f"{p}\n" for p in problems))
     else:
@@ -107,7 +111,9 @@ def run_prove(args: argparse.Namespace, env: Mapping[str, str], out: TextIO) -> 
     from verl_setup.maintenance.prove import command  # noqa: PLC0415  # only this subcommand needs it
 
     matrix = load_matrix(args.matrix)
-    return command(args.ids, matrix, json_out=args.json, keep_record=not args.no_record, out=out)
+    return command(
+        args.ids, matrix, json_out=args.json, keep_record=not args.no_record, out=out, quiet=args.quiet
+    )
 
 
 def run_check(args: argparse.Namespace, env: Mapping[str, str], out: TextIO) -> int:
@@ -115,7 +121,9 @@ def run_check(args: argparse.Namespace, env: Mapping[str, str], out: TextIO) -> 
     from verl_setup.commands.matrix_check import command  # noqa: PLC0415
 
     matrix = load_matrix(args.matrix)
-    return command(args.ids, matrix, json_out=args.json, record=args.record, env=env, out=out)
+    return command(
+        args.ids, matrix, json_out=args.json, record=args.record, env=env, out=out, quiet=args.quiet
+    )
 
 
 def run_propose(args: argparse.Namespace, env: Mapping[str, str], out: TextIO) -> int:
@@ -123,4 +131,6 @@ def run_propose(args: argparse.Namespace, env: Mapping[str, str], out: TextIO) -
     from verl_setup.commands.matrix_propose import command  # noqa: PLC0415
 
     matrix = load_matrix(args.matrix)
-    return command(matrix, since=args.since, out_file=args.out, json_out=args.json, env=env, out=out)
+    return command(
+        matrix, since=args.since, out_file=args.out, json_out=args.json, env=env, out=out, quiet=args.quiet
+    )

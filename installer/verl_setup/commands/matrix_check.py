@@ -6,12 +6,13 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import TextIO
 
-from verl_setup.environment.uv import find_uv, uv_env
+from verl_setup.environment.uv import uv_env
 from verl_setup.errors import CheckFailedError
 from verl_setup.maintenance.check import RowCheck, check_row, default_index, indexes_for
 from verl_setup.maintenance.resolved import load_resolved, record_resolved
 from verl_setup.matrix.load import Matrix
-from verl_setup.output import Progress, envelope
+from verl_setup.output import Progress, emit
+from verl_setup.util.uvbin import find_uv
 
 
 def text(results: Sequence[RowCheck]) -> str:
@@ -43,13 +44,14 @@ def command(
     record: bool,
     env: Mapping[str, str],
     out: TextIO,
+    quiet: bool = False,
 ) -> int:
     """Check the rows (all when none are named); exit 5 when any regressed."""
     rows = [matrix.row(r) for r in row_ids] if row_ids else list(matrix.rows)
-    uv, uv_environment = find_uv(), uv_env(base=env)
+    progress = Progress(quiet=quiet)
+    uv, uv_environment = find_uv(), uv_env(base=env, warn=progress.say)
     baseline = load_resolved(matrix.path)
     default = default_index(uv, uv_environment)
-    progress = Progress()
     start = time.monotonic()
     results = []
     for row in rows:
@@ -70,12 +72,16 @@ def command(
         if updates:
             progress.say(f"recorded {len(updates)} resolutions in {record_resolved(matrix.path, updates)}")
     regressed = [r.row for r in results if r.regressed]
+    error = (
+        CheckFailedError(f"{len(regressed)} of {len(results)} rows regressed: {', '.join(regressed)}")
+        if regressed
+        else None
+    )
     if json_out:
-        out.write(
-            envelope({"rows": [r.to_json() for r in results], "regressed": regressed, "seconds": seconds})
-        )
+        data = {"rows": [r.to_json() for r in results], "regressed": regressed, "seconds": seconds}
+        emit(out, "matrix check", data, error)
     else:
         out.write(text(results))
-    if regressed:
-        raise CheckFailedError(f"{len(regressed)} of {len(results)} rows regressed: {', '.join(regressed)}")
+    if error is not None:
+        raise error
     return 0

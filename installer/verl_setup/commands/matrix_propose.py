@@ -10,7 +10,7 @@ from typing import TextIO
 
 import yaml
 
-from verl_setup.environment.uv import find_uv, uv_env
+from verl_setup.environment.uv import uv_env
 from verl_setup.errors import BadInputError
 from verl_setup.maintenance.candidate_row import row_data
 from verl_setup.maintenance.check import default_index
@@ -19,6 +19,7 @@ from verl_setup.maintenance.propose import Candidate, Proposer, Refusal
 from verl_setup.maintenance.releases import default_since
 from verl_setup.matrix.load import Matrix
 from verl_setup.output import Progress, envelope
+from verl_setup.util.uvbin import find_uv
 
 _DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
 
@@ -60,14 +61,15 @@ def command(
     json_out: bool,
     env: Mapping[str, str],
     out: TextIO,
+    quiet: bool = False,
 ) -> int:
     """Propose rows for releases after `since` (default: the newest release the matrix pins)."""
     if since is not None and not _is_date(since):
         raise BadInputError(f"--since {since!r}: give a date as YYYY-MM-DD")
     if out_file is not None and out_file.exists():
         raise BadInputError(f"--out {out_file} exists; propose writes only a new file, for review")
-    uv, uv_environment = find_uv(), uv_env(base=env)
-    progress = Progress()
+    progress = Progress(quiet=quiet)
+    uv, uv_environment = find_uv(), uv_env(base=env, warn=progress.say)
     index = default_index(uv, uv_environment)
     if since is None:
         since = default_since(matrix, index)
@@ -90,7 +92,7 @@ def command(
             "refused": [{"release": r.release, "reason": r.reason} for r in refused],
             "out": None if out_file is None else str(out_file),
         }
-        out.write(envelope(data))
+        out.write(envelope("matrix propose", data))
     elif out_file is None:
         out.write(text)
     else:

@@ -14,7 +14,7 @@ from verl_setup.output import envelope
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     """The plan flags."""
-    p.add_argument("--json", action="store_true", help="machine-readable plan (schema 1)")
+    p.add_argument("--json", action="store_true", help="machine-readable plan")
     p.add_argument("--explain", action="store_true", help="show evidence and every rejected row")
     add_plan_flags(p)
     p.set_defaults(run=run)
@@ -23,5 +23,5 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace, env: Mapping[str, str], out: TextIO) -> int:
     """Plan and print."""
     plan = plan_for(args, env)
-    out.write(envelope(plan.to_json()) if args.json else plan_text(plan, explain=args.explain))
+    out.write(envelope("plan", plan.to_json()) if args.json else plan_text(plan, explain=args.explain))
     return 0

@@ -10,7 +10,7 @@ from typing import TextIO
 from verl_setup.commands.common import extension_requests, plan_for
 from verl_setup.commands.flags import add_artifact_flags, add_plan_flags
 from verl_setup.errors import BadInputError
-from verl_setup.output import envelope
+from verl_setup.output import emit
 from verl_setup.plan.select import Plan
 from verl_setup.render.templates import RenderOptions, compare, expand_targets, render, write
 from verl_setup.util.vocab import RENDER_TARGETS
@@ -61,6 +61,12 @@ def run_render(args: argparse.Namespace, plan: Plan, out: TextIO) -> int:
     """Render; refuse to clobber a changed file without --force (exit 2, naming it)."""
     files = compare(render(plan, options_from_args(args)), args.out, force=args.force)
     conflicts = [f.name for f in files if f.status == "changed"]
+    error = None
+    if conflicts and not args.dry_run:
+        error = BadInputError(
+            f"{', '.join(conflicts)} in {args.out} differ from what would be rendered "
+            "(edited by hand?); nothing was written. --force overwrites, --dry-run shows the new text"
+        )
     if args.json:
         report = {
             "out": str(args.out),
@@ -68,17 +74,14 @@ def run_render(args: argparse.Namespace, plan: Plan, out: TextIO) -> int:
             "dry_run": args.dry_run,
             "files": [{"name": f.name, "status": f.status} for f in files],
         }
-        out.write(envelope(report))
+        emit(out, "render", report, error)
     else:
         for f in files:
             out.write(f"{f.status:<10} {args.out / f.name}\n")
             if args.dry_run and f.status != "unchanged":
                 out.write("".join(f"    | {line}\n" for line in f.content.splitlines()))
-    if conflicts and not args.dry_run:
-        raise BadInputError(
-            f"{', '.join(conflicts)} in {args.out} differ from what would be rendered "
-            "(edited by hand?); nothing was written. --force overwrites, --dry-run shows the new text"
-        )
+    if error is not None:
+        raise error
     if not args.dry_run:
         write(files, args.out)
     return 0

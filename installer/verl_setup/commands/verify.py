@@ -22,7 +22,7 @@ from verl_setup.environment.verify import (
 )
 from verl_setup.errors import BadInputError, CheckFailedError
 from verl_setup.matrix.load import load_matrix
-from verl_setup.output import envelope
+from verl_setup.output import emit
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -39,7 +39,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--import-timeout", type=float, default=900.0, metavar="S", help="for the import probe (900)"
     )
-    p.add_argument("--json", action="store_true", help="machine-readable report (schema 1)")
+    p.add_argument("--json", action="store_true", help="machine-readable report")
     p.set_defaults(run=run)
 
 
@@ -71,9 +71,13 @@ def run(args: argparse.Namespace, env: Mapping[str, str], out: TextIO) -> int:
     report = verify_env(
         python, expected_for, import_timeout=timeout, env=env, gpu_only=gpu_only, left_out=left_out
     )
-    out.write(envelope(report.to_json()) if args.json else report.text())
-    if not report.ok:
-        raise CheckFailedError(report.summary())
+    error = None if report.ok else CheckFailedError(report.summary())
+    if args.json:
+        emit(out, "verify", report.to_json(), error)
+    else:
+        out.write(report.text())
+    if error is not None:
+        raise error
     return 0
 
 

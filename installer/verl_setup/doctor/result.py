@@ -6,8 +6,6 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-SCHEMA = 1
-
 Status = Literal["pass", "warn", "fail", "skip"]
 _RANK: dict[Status, int] = {"skip": 0, "pass": 1, "warn": 2, "fail": 3}
 
@@ -90,9 +88,8 @@ def fold(
 
 
 def report_json(results: Sequence[CheckResult]) -> dict[str, Any]:
-    """The versioned `doctor --json` object."""
+    """The `doctor --json` data (schemas/doctor.json)."""
     return {
-        "schema": SCHEMA,
         "ok": not any(r.status == "fail" for r in results),
         "checks": [r.to_json() for r in results],
     }

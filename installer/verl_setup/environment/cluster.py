@@ -160,10 +160,10 @@ def verify_cluster(
     nodes = probe_cluster(python, address, timeout=timeout, env=env)
     results = compare_nodes(nodes, lock)
     bad = [(node, findings) for node, findings, _ in results if findings]
-    if as_json:
-        out.write(envelope(_json(address, results, lock)))
-    else:
+    if not as_json:
         out.write(_text(address, results, lock))
+    elif not bad:
+        out.write(envelope("verify", _json(address, results, lock)))
     if bad:
         parts = [
             f"{node.label}: "
@@ -172,7 +172,8 @@ def verify_cluster(
             for node, findings in bad
         ]
         raise CheckFailedError(
-            f"Ray cluster at {address}: {len(bad)} of {len(nodes)} nodes differ: " + "; ".join(parts)
+            f"Ray cluster at {address}: {len(bad)} of {len(nodes)} nodes differ: " + "; ".join(parts),
+            data=_json(address, results, lock) if as_json else None,
         )
     return 0
 
@@ -200,7 +201,6 @@ def _json(
     address: str, results: list[tuple[Node, list[Finding], list[str]]], lock: Lock | None
 ) -> dict[str, Any]:
     return {
-        "schema": 1,
         "address": address,
         "lock": str(lock.path) if lock else None,
         "ok": not any(findings for _, findings, _ in results),

@@ -25,6 +25,7 @@ from verl_setup.environment.install_job import (
     Command,
     InstallOptions,
     Job,
+    dry_run_json,
     prepare,
     uv_commands,
     write_dry_run,
@@ -228,11 +229,20 @@ def _works_at(prefix: Path) -> None:
 
 
 def install(
-    options: InstallOptions, env: Mapping[str, str], progress: Progress, *, dry_run: bool, out: TextIO
+    options: InstallOptions,
+    env: Mapping[str, str],
+    progress: Progress,
+    *,
+    dry_run: bool,
+    out: TextIO,
+    as_json: bool = False,
 ) -> dict[str, Any] | None:
-    """Install (or with `dry_run` print the commands); the result object for --json, None when dry."""
+    """Install (or with `dry_run` print the commands, as JSON data with `as_json`); the result
+    object for --json, None after a dry run's text."""
     with _sigterm_unwinds():
         job = prepare(options, env, progress)
+        if dry_run and as_json:
+            return dry_run_json(job)
         if dry_run:
             write_dry_run(job, out)
             return None

@@ -11,7 +11,7 @@ import shlex
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TextIO
+from typing import Any, TextIO
 
 from verl_setup.environment.lock import Lock, read_lock
 from verl_setup.environment.python_choice import PythonChoice, choose_python
@@ -102,9 +102,10 @@ class Job:
 
 def prepare(options: InstallOptions, env: Mapping[str, str], progress: Progress) -> Job:
     """Plan, make the recipe, check the prefix, choose the interpreter, build the uv commands."""
-    from verl_setup.environment.uv import find_uv, uv_env  # noqa: PLC0415
+    from verl_setup.environment.uv import uv_env  # noqa: PLC0415
     from verl_setup.host.pythons import detect_pythons  # noqa: PLC0415
     from verl_setup.plan.make import make_plan  # noqa: PLC0415
+    from verl_setup.util.uvbin import find_uv  # noqa: PLC0415
 
     lock = read_lock(options.lock) if options.lock else None
     plan = make_plan(options.plan, env)
@@ -153,10 +154,31 @@ def prepare(options: InstallOptions, env: Mapping[str, str], progress: Progress)
         staging=staging,
         commands=uv_commands(uv, staging, choice, recipe, lock),
         uv=uv,
-        uv_env=uv_env(python_downloads=downloads, base=env),
+        uv_env=uv_env(python_downloads=downloads, base=env, warn=progress.say),
         env=env,
         import_timeout=options.import_timeout,
     )
+
+
+def dry_run_json(job: Job) -> dict[str, Any]:
+    """What an install would run, as `install --dry-run --json` prints it (data of the envelope)."""
+    return {
+        "dry_run": True,
+        "row": job.plan.row.id,
+        "lock": None if job.lock is None else str(job.lock.path),
+        "prefix": str(job.layout.prefix),
+        "python": job.choice.version,
+        "warnings": list(job.recipe.warnings),
+        "commands": [
+            {
+                "step": c.what,
+                "title": c.step.title if c.step else "",
+                "env": dict(c.env),
+                "argv": list(c.argv),
+            }
+            for c in job.commands
+        ],
+    }
 
 
 def write_dry_run(job: Job, out: TextIO) -> None:

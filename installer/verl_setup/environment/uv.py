@@ -1,12 +1,11 @@
-"""uv as we drive it: find the binary, and build the venv, install, sync and compile commands."""
+"""uv as we drive it: the binary (util/uvbin.py), and build the venv, install, sync and compile commands."""
 
 from __future__ import annotations
 
 import functools
 import os
 import re
-import shutil
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 from verl_setup.errors import InstallError
@@ -16,19 +15,6 @@ from verl_setup.matrix.schema import Row
 # Resolve for at least manylinux_2_28: older-glibc rows still install the same wheels there, and
 # it is the platform torch >= 2.7 publishes for.
 MIN_MANYLINUX = (2, 28)
-
-
-def find_uv() -> str:
-    """The uv binary: the one shipped with our `uv` dependency, else uv on PATH."""
-    try:
-        from uv import find_uv_bin  # noqa: PLC0415  # only needed when we actually run uv
-
-        return str(find_uv_bin())
-    except (ImportError, FileNotFoundError):
-        found = shutil.which("uv")
-    if found is None:
-        raise InstallError("uv not found: install it with `python3 -m pip install uv`")
-    return found
 
 
 def python_platform(row: Row) -> str:
@@ -123,11 +109,55 @@ def uv_version(uv: str) -> str:
     return parts[1]
 
 
-def uv_env(*, python_downloads: bool = False, base: Mapping[str, str] | None = None) -> dict[str, str]:
-    """The environment for uv: no Python downloads behind the user's back unless they allow them."""
+# The user's uv settings that would change what a row resolves to, behind the row's back: the row
+# names torch's index, every pin, its overrides and the index strategy. Everything else in the
+# shell reaches uv: the default index (UV_INDEX_URL, UV_DEFAULT_INDEX: mirrors), a local wheelhouse
+# (UV_FIND_LINKS, UV_NO_INDEX: an air gap; hashes still hold), credentials, certificates, proxies,
+# the cache, UV_OFFLINE, timeouts, link mode. A uv.toml's torch-backend still applies: uv has no flag
+# that undoes it short of --no-config, which would drop the user's mirror too.
+ROW_DECIDES: dict[str, str] = {
+    "UV_TORCH_BACKEND": "sends torch to PyTorch's own index for the GPU uv sees",
+    "UV_INDEX": "adds an index that can serve torch (`torch==X` admits `X+cpu`)",
+    "UV_EXTRA_INDEX_URL": "adds an index that can serve torch (`torch==X` admits `X+cpu`)",
+    "UV_INDEX_STRATEGY": "changes which index wins for a package several serve",
+    "UV_PRERELEASE": "admits pre-releases among the dependencies",
+    "UV_RESOLUTION": "resolves the dependencies to their lowest versions",
+    "UV_EXCLUDE_NEWER": "hides releases the row's pins may need",
+    "UV_CONSTRAINT": "adds constraints the row does not carry",
+    "UV_OVERRIDE": "replaces the row's own overrides",
+    "UV_BUILD_CONSTRAINT": "constrains the build of sdists the row builds",
+    "UV_NO_BINARY": "builds from sdists where the row takes wheels",
+    "UV_NO_BINARY_PACKAGE": "builds from sdists where the row takes wheels",
+    "UV_NO_BUILD": "refuses sdists the row builds",
+    "UV_NO_BUILD_PACKAGE": "refuses sdists the row builds",
+    "UV_NO_BUILD_ISOLATION": "builds every sdist against whatever is installed",
+    "UV_NO_BUILD_ISOLATION_PACKAGE": "builds sdists against whatever is installed",
+}
+
+
+def uv_env(
+    *,
+    python_downloads: bool = False,
+    base: Mapping[str, str] | None = None,
+    warn: Callable[[str], None] | None = None,
+) -> dict[str, str]:
+    """The environment for uv: the user's, less ROW_DECIDES (named through `warn`), and no Python
+    downloads behind the user's back unless they allow them."""
     env = dict(os.environ if base is None else base)
+    dropped = [name for name in ROW_DECIDES if name in env]
+    for name in dropped:
+        del env[name]
+    if dropped and warn is not None:
+        warn(f"warning: {not_passed(dropped)}")
     env["UV_PYTHON_DOWNLOADS"] = "automatic" if python_downloads else "never"
     return env
+
+
+def not_passed(names: Sequence[str]) -> str:
+    """One line naming the user's uv settings that uv does not get, and why (never their values:
+    an index URL may carry a password)."""
+    shown = ", ".join(f"{n} ({ROW_DECIDES[n]})" for n in names)
+    return f"not passed to uv, since the row decides what it resolves: {shown}"
 
 
 _BUILT = re.compile(r"Failed to (?:build|download and build) `([^`]+)`")

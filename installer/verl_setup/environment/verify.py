@@ -204,10 +204,9 @@ class Report:
         return text if self.probe is None else text + self.probe.text()
 
     def to_json(self) -> dict[str, Any]:
-        """The documented `verify --json` object (schema 1)."""
+        """The documented `verify --json` data (schemas/verify.json)."""
         s = self.snapshot
         return {
-            "schema": 1,
             "ok": self.ok,
             "prefix": s.prefix,
             "python": s.python,

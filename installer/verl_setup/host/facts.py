@@ -166,6 +166,8 @@ def load_host_file(path: Path) -> HostFacts:
         raise BadInputError(f"host file {shown} is nested deeper than {MAX_DEPTH} levels")
     if not isinstance(data, dict):
         raise BadInputError(f"host file {shown}: expected a JSON object")
+    if data.get("command") == "detect" and isinstance(data.get("data"), dict):
+        data = data["data"]  # `detect --json` as printed (the envelope); the bare object also works
     if data.get("schema") != SCHEMA:
         raise BadInputError(
             f"host file {shown}: schema {one_line(repr(data.get('schema')))} is not {SCHEMA} "

@@ -6,6 +6,7 @@ import json
 import os
 import platform
 import re
+import shlex
 import shutil
 from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
@@ -31,7 +32,7 @@ _SECRET = re.compile(r"TOKEN|KEY|SECRET|PASSWORD", re.IGNORECASE)
 
 def os_facts(root: Path) -> OsFacts:
     """Distribution from os-release, kernel from uname, glibc from confstr, arch from uname."""
-    distro_id, distro_version = _os_release(root / "etc/os-release")
+    distro_id, distro_version = _os_release(root)
     glibc = None
     try:
         libc = os.confstr("CS_GNU_LIBC_VERSION") or ""  # "glibc 2.36"
@@ -48,17 +49,29 @@ def os_facts(root: Path) -> OsFacts:
     )
 
 
-def _os_release(path: Path) -> tuple[str | None, str | None]:
+def _os_release(root: Path) -> tuple[str | None, str | None]:
+    """ID and VERSION_ID by os-release(5): /etc/os-release, else /usr/lib/os-release; values are
+    shell-quoted (double, single or none), so shlex reads them as the shell would."""
+    for path in (root / "etc/os-release", root / "usr/lib/os-release"):
+        try:
+            text = path.read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            continue
+        values = {}
+        for line in text.splitlines():
+            key, sep, value = line.strip().partition("=")
+            if sep and key.isidentifier():
+                values[key] = _unquote(value)
+        return values.get("ID"), values.get("VERSION_ID")
+    return (None, None)
+
+
+def _unquote(value: str) -> str:
     try:
-        text = path.read_text(encoding="utf-8")
-    except OSError:
-        return (None, None)
-    values = {}
-    for line in text.splitlines():
-        key, sep, value = line.partition("=")
-        if sep:
-            values[key.strip()] = value.strip().strip('"')
-    return values.get("ID"), values.get("VERSION_ID")
+        words = shlex.split(value, comments=True)
+    except ValueError:  # unbalanced quotes: keep what is there
+        return value.strip()
+    return " ".join(words)
 
 
 def container(root: Path, env: dict[str, str]) -> Container:
@@ -121,11 +134,18 @@ def toolkit_version(home: Path) -> tuple[str | None, str]:
     return (m[1], f"folder name {home.name}") if m else (None, str(home))
 
 
+# Tools whose version is their distribution's: `ray --version` starts Ray's CLI (2.7 to 5.1 s on a
+# loaded host, past TOOL_TIMEOUT), while the dist-info beside the script answers at once.
+FROM_METADATA = {"ray": "ray"}
+
+
 def tool(name: str, path_env: str) -> Tool | None:
-    """Find `name` on PATH and ask it for its version."""
+    """Find `name` on PATH and ask it (or its installed metadata) for its version."""
     path = shutil.which(name, path=path_env)
     if path is None:
         return None
+    if name in FROM_METADATA:
+        return Tool(name=name, path=path, version=installed_version(Path(path), FROM_METADATA[name]))
     try:
         out = run([path, "--version"], timeout=TOOL_TIMEOUT)
         m = re.search(r"(\d+\.\d+(?:\.\d+)?)", out.stdout + out.stderr)
@@ -133,6 +153,24 @@ def tool(name: str, path_env: str) -> Tool | None:
     except ProgramError:
         version = None
     return Tool(name=name, path=path, version=version)
+
+
+def installed_version(script: Path, distribution: str) -> str | None:
+    """The version of `distribution` in the environment a console script belongs to: the
+    `NAME-VERSION.dist-info` folder (the wheel spec's name) under its prefix's site-packages,
+    for the script as found and as resolved (a `uv tool` or pipx link)."""
+    prefixes = dict.fromkeys((script.parent.parent, script.resolve().parent.parent))
+    found = set()
+    for prefix in prefixes:
+        for packages in ("site-packages", "dist-packages"):
+            for info in prefix.glob(f"lib*/python3*/{packages}/{distribution}-*.dist-info"):
+                version = info.name.removeprefix(f"{distribution}-").removesuffix(".dist-info")
+                if _VERSION.fullmatch(version):
+                    found.add(version)
+    return found.pop() if len(found) == 1 else None  # none, or a broken env with two
+
+
+_VERSION = re.compile(r"[0-9][0-9A-Za-z.+!]*")
 
 
 def relevant_env(env: dict[str, str]) -> dict[str, str]:

@@ -10,11 +10,13 @@ import re
 import sys
 from dataclasses import dataclass
 from email.message import Message
+from itertools import chain
 from typing import Any
 
+from packaging import tags
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.specifiers import SpecifierSet
-from packaging.utils import canonicalize_name, parse_wheel_filename
+from packaging.utils import InvalidWheelFilename, canonicalize_name, parse_wheel_filename
 
 from verl_setup.maintenance.index import DistFile, Index, Release
 
@@ -23,6 +25,7 @@ PYTHON_MINORS = ("3.10", "3.11", "3.12", "3.13", "3.14")
 # cuda-toolkit[...]==13.0.2 (CUDA 13 wheels).
 _CUDA_PACKAGES = re.compile(r"^(nvidia-cuda-runtime(-cu\d+)?|cuda-toolkit)$")
 _MANYLINUX = re.compile(r"manylinux_(\d+)_(\d+)_(x86_64|aarch64)")
+_LEGACY_MANYLINUX = {"manylinux1": "2.5", "manylinux2010": "2.12", "manylinux2014": "2.17"}
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -139,41 +142,62 @@ def python_minors(*specifiers: SpecifierSet) -> list[str]:
 
 
 def linux_wheels(release: Release, arch: str) -> dict[str, str]:
-    """ "interpreter-abi" tag -> manylinux glibc floor ("2.28") of the release's wheels for `arch`.
-
-    Pure wheels count with floor "any"."""
+    """ "interpreter-abi" tag -> the lowest manylinux glibc floor ("2.17") among the release's
+    wheels for `arch` (packaging's own reading of the file name). Pure wheels count as "any"."""
     out: dict[str, str] = {}
     for f in release.files:
         if not f.is_wheel or f.yanked is not None:
             continue
-        for tag in parse_wheel_filename(f.filename)[3]:
-            m = _MANYLINUX.search(tag.platform)
+        try:
+            wheel_tags = parse_wheel_filename(f.filename)[3]
+        except InvalidWheelFilename:
+            continue
+        for tag in wheel_tags:
             key = f"{tag.interpreter}-{tag.abi}"
-            if m and m[3] == arch:
-                out[key] = f"{m[1]}.{m[2]}"
-            elif tag.platform == "any":
-                out[key] = "any"
+            floor = "any" if tag.platform == "any" else manylinux_floor(tag.platform, arch)
+            if floor is None:
+                continue
+            known = out.get(key)
+            if known != "any" and (known is None or floor == "any" or _glibc(floor) < _glibc(known)):
+                out[key] = floor
     return out
 
 
+def manylinux_floor(platform: str, arch: str) -> str | None:
+    """The glibc a manylinux platform tag needs on `arch`: PEP 600's `manylinux_X_Y`, and the
+    legacy names PEP 600 maps onto it (manylinux1 = 2.5, manylinux2010 = 2.12, manylinux2014 = 2.17)."""
+    m = _MANYLINUX.fullmatch(platform)
+    if m:
+        return f"{m[1]}.{m[2]}" if m[3] == arch else None
+    legacy, _, tag_arch = platform.partition("_")
+    return _LEGACY_MANYLINUX.get(legacy) if tag_arch == arch else None
+
+
 def serves_python(wheels: dict[str, str], minor: str) -> bool:
-    """Whether a wheel in `linux_wheels` installs on this Python minor (its cp tag, abi3 below, pure)."""
-    wanted = int(minor.split(".")[1])
-    for key in wheels:
-        interpreter, abi = key.split("-", 1)
-        if interpreter.startswith("py3"):
-            return True
-        if interpreter.startswith("cp3") and interpreter[3:].isdigit():
-            have = int(interpreter[3:])
-            if have == wanted or (abi == "abi3" and have <= wanted):
-                return True
-    return False
+    """Whether a wheel in `linux_wheels` installs on this CPython minor (packaging.tags' list:
+    its own cp tag, abi3 from older minors, `none`, py3 and pure wheels)."""
+    supported = _interpreter_abis(minor)
+    return any(tuple(key.split("-", 1)) in supported for key in wheels)
 
 
 def glibc_floor(wheels: dict[str, str], minor: str) -> str | None:
     """The manylinux glibc floor of the wheel that serves this minor (None: a pure wheel)."""
     floors = [floor for key, floor in wheels.items() if floor != "any" and serves_python({key: floor}, minor)]
-    return max(floors, key=lambda f: tuple(int(p) for p in f.split("."))) if floors else None
+    return max(floors, key=_glibc) if floors else None
+
+
+def _interpreter_abis(minor: str) -> frozenset[tuple[str, ...]]:
+    version = (3, int(minor.split(".")[1]))
+    cp = f"cp3{version[1]}"
+    every = chain(
+        tags.cpython_tags(version, abis=[cp], platforms=["any"]),
+        tags.compatible_tags(version, cp, platforms=["any"]),
+    )
+    return frozenset((t.interpreter, t.abi) for t in every)
+
+
+def _glibc(floor: str) -> tuple[int, ...]:
+    return tuple(int(p) for p in floor.split("."))
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -31,7 +31,7 @@ from verl_setup.maintenance.resolved import Resolution, record_resolved
 from verl_setup.matrix.load import Matrix
 from verl_setup.matrix.proof import Evidence, record, today
 from verl_setup.matrix.schema import Row
-from verl_setup.output import Progress, envelope
+from verl_setup.output import Progress, emit
 from verl_setup.util.runner import ProgramError, stream
 
 STEP_TIMEOUT_S = 3600.0
@@ -130,7 +130,7 @@ def prove_row(
         if code != 0:
             result.failed = f"installs: {_last_error(err)}"
             return result
-        manifest = json.loads(out)["manifest"]
+        manifest = json.loads(out)["data"]["manifest"]
         detail = {
             "python": manifest["python"]["version"],
             "platform": manifest["platform"],
@@ -143,7 +143,7 @@ def prove_row(
         say(f"{row.id}: imports (the import probe)")
         code, out, err, seconds = _cli(["verify", "--prefix", str(prefix), "--json"], env)
         result.seconds["imports"] = round(seconds, 1)
-        probe = json.loads(out)["import"] if out.strip().startswith("{") else None
+        probe = (json.loads(out)["data"] or {}).get("import") if out.strip().startswith("{") else None
         if code != 0 or probe is None or not probe["ok"]:
             result.failed = f"imports: {probe['summary'] if probe else _last_error(err)}"
             return result
@@ -192,7 +192,15 @@ def table(results: Sequence[RowResult]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def command(row_ids: Sequence[str], matrix: Matrix, *, json_out: bool, keep_record: bool, out: TextIO) -> int:
+def command(
+    row_ids: Sequence[str],
+    matrix: Matrix,
+    *,
+    json_out: bool,
+    keep_record: bool,
+    out: TextIO,
+    quiet: bool = False,
+) -> int:
     """Prove the rows (all when none are named); exit 5 if any failed."""
     rows = [matrix.row(r) for r in row_ids] if row_ids else list(matrix.rows)
     env = {
@@ -200,7 +208,7 @@ def command(row_ids: Sequence[str], matrix: Matrix, *, json_out: bool, keep_reco
         for k, v in os.environ.items()
         if not k.startswith("VERL_SETUP_") or k.startswith("VERL_SETUP_PROVE")
     }
-    progress = Progress()
+    progress = Progress(quiet=quiet)
 
     book, results = matrix.proof, []
     with tempfile.TemporaryDirectory(prefix="verl-setup-prove-") as tmp:
@@ -211,16 +219,19 @@ def command(row_ids: Sequence[str], matrix: Matrix, *, json_out: bool, keep_reco
                 book = record(book, row, result.steps, result.failed, result.stopped)
             if keep_record and result.resolution is not None:
                 record_resolved(matrix.path, {row.id: result.resolution})
+    failed = [r.row for r in results if r.failed]
+    error = (
+        CheckFailedError(f"{len(failed)} of {len(results)} rows did not reach `imports`: {', '.join(failed)}")
+        if failed
+        else None
+    )
     if json_out:
-        out.write(envelope({"rows": [r.to_json() for r in results]}))
+        emit(out, "matrix prove", {"rows": [r.to_json() for r in results]}, error)
     else:
         out.write(table(results))
         out.write(
             "gpu: set only by a run on a GPU host (detect, doctor and the import probe there); none here\n"
         )
-    failed = [r.row for r in results if r.failed]
-    if failed:
-        raise CheckFailedError(
-            f"{len(failed)} of {len(results)} rows did not reach `imports`: {', '.join(failed)}"
-        )
+    if error is not None:
+        raise error
     return 0

@@ -39,7 +39,11 @@ def _load_host(path: Path) -> HostFacts:
 
 
 def make_plan(inputs: PlanInputs, env: Mapping[str, str]) -> Plan:
-    """Load the matrix (given, VERL_SETUP_MATRIX, bundled), build the target, select (or take the row)."""
-    matrix = load_matrix(from_env(inputs.matrix, env, "VERL_SETUP_MATRIX"))
+    """Load the matrix (given, VERL_SETUP_MATRIX, the team config's, bundled), build the target,
+    select (or take the row: given, else the team config's)."""
+    config = inputs.request.config
+    given = from_env(inputs.matrix, env, "VERL_SETUP_MATRIX")
+    matrix = load_matrix(given or (Path(config["matrix"]) if config.get("matrix") else None))
     target = build_target(inputs.request, env=env, rules=matrix.cuda, detect=_detect, load_host=_load_host)
-    return select(target, matrix) if inputs.row is None else plan_row(target, matrix, inputs.row)
+    row = inputs.row or config.get("row")
+    return select(target, matrix) if row is None else plan_row(target, matrix, row)

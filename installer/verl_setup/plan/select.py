@@ -23,8 +23,6 @@ from verl_setup.plan.fit import (
 from verl_setup.plan.target import Target
 from verl_setup.util.versions import DriverVersion, fmt
 
-PLAN_SCHEMA = 1
-
 
 @dataclass(frozen=True, kw_only=True)
 class Rejection:
@@ -59,9 +57,8 @@ class Plan:
         return relies_on_forward_compat(self.row, self.target, self.matrix)
 
     def to_json(self) -> dict[str, Any]:
-        """The documented `plan --json` object (schema 1)."""
+        """The documented `plan --json` data (schemas/plan.json)."""
         return {
-            "schema": PLAN_SCHEMA,
             "row": self.row.to_dict(),
             "proof": dict(zip(("level", "detail"), self.matrix.proof_of(self.row), strict=True)),
             "python": self.python,
@@ -71,10 +68,7 @@ class Plan:
             "facts": self.target.facts_json(),
             "warnings": list(self.warnings),
             "rejected": [{"id": r.id, "reasons": list(r.reasons)} for r in self.rejected],
-            "unfit": [
-                {"verl": u.verl, "engine": u.engine, "versions": list(u.versions), "reason": u.reason}
-                for u in self.unfit
-            ],
+            "unfit": [_unfit_json(u) for u in self.unfit],
             "matrix": {"path": str(self.matrix.path), "sha256": self.matrix.sha256},
         }
 
@@ -91,7 +85,9 @@ def select(target: Target, matrix: Matrix) -> Plan:
             rejected.append(rejection)
     unfit = _unfit_for(target, matrix)
     if not fitting:
-        raise NoCompatibleRowError(_no_fit_message(rejected, matrix, unfit))
+        raise NoCompatibleRowError(
+            _no_fit_message(rejected, matrix, unfit), data=_no_fit_data(target, rejected, matrix, unfit)
+        )
     order = {row.id: i for i, row in enumerate(matrix.rows)}
     fitting.sort(key=lambda r: (-rank(matrix.proof_of(r)[0]), -_release(r.verl.version), order[r.id]))
     chosen, others = fitting[0], fitting[1:]
@@ -280,6 +276,24 @@ def _no_fit_message(rejected: list[Rejection], matrix: Matrix, unfit: tuple[Unfi
     if unfit:
         message += ". Not offered: " + "; ".join(_unfit_words(u) for u in unfit)
     return message
+
+
+def _no_fit_data(
+    target: Target, rejected: list[Rejection], matrix: Matrix, unfit: tuple[Unfit, ...]
+) -> dict[str, Any]:
+    """For a planner "no row fits" is a result: `plan --json` at exit 3 carries this (schemas/plan.json)."""
+    return {
+        "row": None,
+        "facts": target.facts_json(),
+        "nearest": [{"id": r.id, "reasons": list(r.reasons)} for r in nearest_rows(rejected, matrix)[:3]],
+        "rejected": [{"id": r.id, "reasons": list(r.reasons)} for r in rejected],
+        "unfit": [_unfit_json(u) for u in unfit],
+        "matrix": {"path": str(matrix.path), "sha256": matrix.sha256},
+    }
+
+
+def _unfit_json(u: Unfit) -> dict[str, Any]:
+    return {"verl": u.verl, "engine": u.engine, "versions": list(u.versions), "reason": u.reason}
 
 
 def _unfit_words(unfit: Unfit) -> str:

@@ -1,4 +1,5 @@
-"""The machine a plan is for: flags > VERL_SETUP_* environment > host file > detection.
+"""The machine a plan is for: flags > VERL_SETUP_* environment > host file > detection (which
+uv's UV_CUDA_DRIVER_VERSION and conda's CONDA_OVERRIDE_CUDA override, plan/anchors.py).
 
 Precedence is applied here and only here; each value keeps the name of where it came from.
 """
@@ -13,6 +14,7 @@ from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from verl_setup.errors import BadInputError, NoCompatibleRowError
 from verl_setup.matrix.cuda import CudaRules
+from verl_setup.plan.anchors import anchor_driver
 from verl_setup.util.versions import DriverVersion, fmt, parse_count, parse_minor, parse_python, shown
 from verl_setup.util.vocab import BACKEND_NAMES, ENGINE_NAMES, POLICIES, BackendName, Policy
 
@@ -59,6 +61,9 @@ class Request:
     backend: str | None = None
     policy: str | None = None
     host_file: Path | None = None
+    # A team config's values (commands/team_config.py), below the VERL_SETUP_* variables.
+    config: Mapping[str, str] = field(default_factory=dict)
+    config_source: str = ""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -132,16 +137,30 @@ def build_target(
             return flag, f"flag {flag_name}"
         if env.get(env_name):
             return env[env_name], f"env {env_name}"
+        key = flag_name.removeprefix("--")
+        if request.config.get(key):
+            return request.config[key], f"{request.config_source} ({key})"
         return None, ""
 
     env_no_gpu = env.get("VERL_SETUP_NO_GPU", "").strip().lower() in {"1", "true", "yes"}
-    no_gpu = request.no_gpu or env_no_gpu
-    no_gpu_source = "flag --no-gpu" if request.no_gpu else "env VERL_SETUP_NO_GPU"
     driver_text, driver_source = pick(request.driver, "--driver", "VERL_SETUP_DRIVER")
+    # uv's and conda's overrides stand in for detection; a host file is another machine's record.
+    anchor = None if driver_text is not None or host_source != "detected" else anchor_driver(env, rules)
+    anchor_no_gpu = anchor is not None and anchor[0] == "none"
+    no_gpu = request.no_gpu or env_no_gpu or anchor_no_gpu
+    no_gpu_source = (
+        "flag --no-gpu"
+        if request.no_gpu
+        else "env VERL_SETUP_NO_GPU"
+        if env_no_gpu
+        else (anchor[1] if anchor else "")
+    )
     if no_gpu:
         driver = Fact[DriverVersion | None](None, no_gpu_source)
     elif driver_text is not None:
         driver = Fact(DriverVersion.parse(driver_text), driver_source)
+    elif anchor is not None and isinstance(anchor[0], DriverVersion):
+        driver = Fact(anchor[0], anchor[1])
     elif host is not None and host.host_kind.kind == "jetson":
         raise NoCompatibleRowError(_jetson_message(host, host_source))
     elif host is not None and host.nvidia is not None:

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from verl_setup import __version__
+from verl_setup.environment.uv import ROW_DECIDES
 from verl_setup.errors import BadInputError
 from verl_setup.plan.recipe import Choice, Recipe, build_recipe
 from verl_setup.plan.select import Plan
@@ -170,6 +171,7 @@ def context(plan: Plan, options: RenderOptions) -> dict[str, Any]:
     return {
         "version": __version__,
         "uv_version": UV_VERSION,
+        "uv_row_decides": list(ROW_DECIDES),
         "plan": plan,
         "row": row,
         "python": plan.python,

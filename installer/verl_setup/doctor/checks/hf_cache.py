@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from verl_setup.doctor.context import Context
+from verl_setup.doctor.probes.hf_paths import expand, hf_home, hub_cache
 from verl_setup.doctor.result import CheckResult, Evidence, Finding, fold
 from verl_setup.util.runner import ProgramError, run
 
@@ -45,17 +46,9 @@ class HfPaths:
     transformers: str | None
 
 
-def _expand(path: str, env: Mapping[str, str]) -> str:
-    if path.startswith("~"):
-        return env.get("HOME", str(Path.home())) + path[1:]
-    return path
-
-
 def resolve_paths(env: Mapping[str, str], constants: dict[str, object] | None, source: str) -> HfPaths:
     """huggingface_hub's values when given, else its documented rules applied to `env`."""
-    xdg = _expand(env.get("XDG_CACHE_HOME") or "~/.cache", env)
-    home = _expand(env.get("HF_HOME") or str(Path(xdg) / "huggingface"), env)
-    hub = _expand(env.get("HF_HUB_CACHE") or env.get("HUGGINGFACE_HUB_CACHE") or str(Path(home) / "hub"), env)
+    home, hub = hf_home(env), hub_cache(env)
     offline = any(env.get(n, "").lower() in _TRUE for n in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE"))
     if constants is not None:
         home, hub = str(constants["HF_HOME"]), str(constants["HF_HUB_CACHE"])
@@ -67,7 +60,7 @@ def resolve_paths(env: Mapping[str, str], constants: dict[str, object] | None, s
         hub=hub,
         source=source,
         offline=offline,
-        transformers=_expand(legacy, env) if legacy else None,
+        transformers=expand(legacy, env) if legacy else None,
     )
 
 

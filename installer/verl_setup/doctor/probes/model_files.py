@@ -13,6 +13,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from verl_setup.doctor.probes.hf_paths import hub_cache
+
 HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")
 WEIGHTS = ("*.safetensors", "*.bin", "*.pt")
 
@@ -40,11 +42,16 @@ def read_model(path: Path) -> ModelFiles | None:
 
 
 def hub_snapshot(model_id: str, env: Mapping[str, str]) -> Path | None:
-    """The newest cached snapshot of a Hub id in the HF cache, if any (huggingface_hub's layout)."""
-    home = Path(
-        env.get("HF_HUB_CACHE") or Path(env.get("HF_HOME") or Path.home() / ".cache/huggingface") / "hub"
-    )
-    snapshots = home / ("models--" + model_id.replace("/", "--")) / "snapshots"
+    """The cached snapshot of a Hub id that huggingface_hub would load: the one refs/main names,
+    else the newest (a download pinned to another revision), in the cache `env` points at."""
+    repo = Path(hub_cache(env)) / ("models--" + model_id.replace("/", "--"))
+    snapshots = repo / "snapshots"
+    try:
+        main = (repo / "refs/main").read_text(encoding="utf-8").strip()
+    except (OSError, UnicodeDecodeError):
+        main = ""
+    if main and "/" not in main and (snapshots / main / "config.json").is_file():
+        return snapshots / main
     found = (
         sorted(snapshots.glob("*/config.json"), key=lambda p: p.stat().st_mtime) if snapshots.is_dir() else []
     )
