@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from verl_setup.environment.uv import find_uv
+from verl_setup.util.uvbin import find_uv
 
 CACHE = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "verl-setup-tests" / "torch-ext"
 PYENV = Path(os.environ.get("PYENV_ROOT") or Path.home() / ".pyenv") / "versions"

@@ -36,8 +36,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         help="auto: the host's toolkit of torch's CUDA major, else NVIDIA's PyPI wheels",
     )  # fmt: skip
     b.add_argument("--keep-scratch", action="store_true", help="keep the scratch environment")
-    b.add_argument("--json", action="store_true", help="what was built or kept (schema 1)")
-    b.add_argument("--quiet", "-q", action="store_true", help="no progress lines")
+    b.add_argument("--json", action="store_true", help="what was built or kept, as the JSON envelope")
     add_plan_flags(b)
     b.set_defaults(run=run_build)
     ls = wsub.add_parser("list", help="the wheels of a wheelhouse and what each was built against")
@@ -71,7 +70,10 @@ def run_build(args: argparse.Namespace, env: Mapping[str, str], out: TextIO) -> 
     outcomes = build_wheelhouse(options, env, progress)
     if args.json:
         out.write(
-            envelope({"row": plan.row.id, "out": str(options.out), "wheels": [o.to_json() for o in outcomes]})
+            envelope(
+                "wheelhouse build",
+                {"row": plan.row.id, "out": str(options.out), "wheels": [o.to_json() for o in outcomes]},
+            )
         )
     else:
         for o in outcomes:
@@ -94,10 +96,11 @@ def run_list(args: argparse.Namespace, _env: Mapping[str, str], out: TextIO) -> 
     if args.json:
         out.write(
             envelope(
+                "wheelhouse list",
                 {
                     "dir": str(args.dir),
                     "wheels": [{"wheel": str(e.wheel), **e.manifest.to_json()} for e in entries],
-                }
+                },
             )
         )
         return 0

@@ -21,7 +21,8 @@ from typing import Any, Literal
 
 from verl_setup.environment.abi import installed_torch
 from verl_setup.environment.python_choice import choose_python
-from verl_setup.environment.uv import find_uv, index_flags, uv_env
+from verl_setup.environment.uv import index_flags, uv_env
+from verl_setup.util.uvbin import find_uv
 from verl_setup.errors import BadInputError, InstallError
 from verl_setup.host.pythons import detect_pythons
 from verl_setup.output import Progress
