@@ -225,9 +225,12 @@ def _run_matrix_propose(args: argparse.Namespace) -> int:
 
 def _run_matrix_validate(args: argparse.Namespace) -> int:
     from verl_setup.matrix.load import check, default_matrix_path  # noqa: PLC0415
+    from verl_setup.matrix.resolved import floor_problems  # noqa: PLC0415
 
     path = (args.file or default_matrix_path()).resolve()
     problems, matrix = check(path)
+    if matrix is not None:
+        problems += floor_problems(matrix.rows, path)
     if args.json:
         sys.stdout.write(envelope({"file": str(path), "ok": not problems, "problems": problems}))
     elif problems:

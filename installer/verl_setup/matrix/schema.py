@@ -211,11 +211,21 @@ class Unfit:
 
 
 @dataclass(frozen=True, kw_only=True)
+class SdistAllowance:
+    """A package the recipe builds from its sdist on purpose (installs are binary-only otherwise)."""
+
+    versions: tuple[str, ...]
+    reason: str
+
+
+@dataclass(frozen=True, kw_only=True)
 class RowsFile:
     """matrices/verl.yaml."""
 
     schema: int
     indexes: dict[str, IndexSpec] = field(default_factory=dict)
+    # Installs and locks take wheels only; these few are built from their sdist on purpose.
+    sdists: dict[str, SdistAllowance] = field(default_factory=dict)
     torch_extensions: dict[str, ExtensionFacts] = field(default_factory=dict)
     unfit: tuple[Unfit, ...] = ()
     rows: tuple[Row, ...]
@@ -224,6 +234,15 @@ class RowsFile:
     def flash_attn(self) -> ExtensionFacts | None:
         """flash-attn's facts, if the matrix has them."""
         return self.torch_extensions.get("flash-attn")
+
+    def built_from_sdist(self, row: Row) -> tuple[str, ...]:
+        """The packages a row's install builds from their sdist: those listed in `sdists` that the
+        row pins at a listed version, or does not pin at all (a transitive dependency)."""
+        return tuple(
+            name
+            for name, allowed in self.sdists.items()
+            if name not in row.packages or row.packages[name] in allowed.versions
+        )
 
     def from_index(self, row: Row) -> list[str]:
         """The row's requirement lines a package index serves (not those built from a source URL)."""

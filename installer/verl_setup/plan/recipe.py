@@ -23,6 +23,7 @@ from packaging.version import Version
 from verl_setup.errors import BadInputError, InstallError
 from verl_setup.matrix.schema import ExtensionFacts, Row
 from verl_setup.plan.select import Plan
+from verl_setup.util.binary import binary_only
 from verl_setup.util.versions import parse_minor
 from verl_setup.util.vocab import suggest
 
@@ -70,6 +71,8 @@ class Step:
     no_build_isolation: bool = False
     config_settings: tuple[str, ...] = ()
     env: tuple[tuple[str, str], ...] = ()
+    # Wheels only, except these sdists (the row's `sdists`, and the package a build step builds).
+    sdists: tuple[str, ...] = ()
 
     def pip_args(self, overrides_file: str) -> list[str]:
         """Everything after `uv pip install --python PY`: the same in all three renderings."""
@@ -78,6 +81,7 @@ class Step:
             args += ["--extra-index-url", self.index_url, "--index-strategy", "unsafe-best-match"]
         if self.overrides:
             args += ["--override", overrides_file]
+        args += binary_only(self.sdists)
         if self.no_build_isolation:
             args.append("--no-build-isolation")
         for setting in self.config_settings:
@@ -96,6 +100,7 @@ class Recipe:
     extensions: tuple[ExtensionPlan, ...] = ()
     verify_pins: tuple[str, ...] = field(default=())
     warnings: tuple[str, ...] = ()
+    sdists: tuple[str, ...] = ()  # built from their sdist on purpose; everything else is a wheel
 
     def step(self, name: StepName) -> Step | None:
         """The step of that name, if the recipe has one."""
@@ -142,6 +147,7 @@ def build_recipe(
     dropped = {c for e in plans if e.mode == "without" for c in facts[e.name].companions}
     rest = tuple(r for r in reqs[1:] if _name(r) not in (*TORCH_FAMILY, *facts, *dropped))
     index, overrides = plan.index_url, bool(row.overrides)
+    sdists = plan.matrix.rows_file.built_from_sdist(row)
     steps = [
         Step(
             name="torch",
@@ -149,6 +155,7 @@ def build_recipe(
             requirements=torch_reqs,
             index_url=index,
             overrides=overrides,
+            sdists=sdists,
         ),
     ]
     if rest:
@@ -160,11 +167,12 @@ def build_recipe(
                 requirements=torch_reqs + rest,
                 index_url=index,
                 overrides=overrides,
+                sdists=sdists,
             )
         )
     warnings: list[str] = []
     for ext in plans:
-        new_steps, warning = _extension_steps(ext, facts[ext.name], torch_reqs, index)
+        new_steps, warning = _extension_steps(ext, facts[ext.name], torch_reqs, index, sdists)
         steps += new_steps
         warnings += [warning] if warning else []
     steps.append(
@@ -174,6 +182,7 @@ def build_recipe(
             requirements=(verl_req, *torch_reqs, *rest),
             index_url=index,
             overrides=overrides,
+            sdists=sdists,
         )
     )
     verify = [r for r in reqs if _name(r) not in (*facts, *dropped)]
@@ -186,6 +195,7 @@ def build_recipe(
         extensions=tuple(plans),
         verify_pins=tuple(verify),
         warnings=tuple(warnings),
+        sdists=sdists,
     )
 
 
@@ -210,7 +220,11 @@ def _check_names(asked: Mapping[str, Choice], row: Row, facts: Mapping[str, Exte
 
 
 def _extension_steps(
-    ext: ExtensionPlan, facts: ExtensionFacts, torch_reqs: tuple[str, ...], index: str | None
+    ext: ExtensionPlan,
+    facts: ExtensionFacts,
+    torch_reqs: tuple[str, ...],
+    index: str | None,
+    sdists: tuple[str, ...],
 ) -> tuple[list[Step], str | None]:
     """The steps that put one package built against torch in, and the warning it carries."""
     if ext.mode == "wheel":
@@ -219,6 +233,7 @@ def _extension_steps(
             title=f"{ext.name} {ext.version} ({ext.reason})",
             requirements=(*torch_reqs, ext.requirement),
             index_url=index,
+            sdists=sdists,
         )
         return [step], None
     if ext.mode == "without":
@@ -230,6 +245,7 @@ def _extension_steps(
             title=f"what {ext.name}'s build needs, since it builds without isolation",
             requirements=(*torch_reqs, *facts.build_requires),
             index_url=index,
+            sdists=sdists,
         ),
         Step(
             name=ext.name,
@@ -239,6 +255,7 @@ def _extension_steps(
             no_build_isolation=True,
             config_settings=facts.config_settings,
             env=tuple(sorted(env.items())),
+            sdists=(*sdists, ext.name),  # the one package this step builds on purpose
         ),
     ]
     return steps, f"{ext.name} {ext.version}: {ext.reason}"
