@@ -159,3 +159,14 @@ def test_validate_fails_a_row_whose_glibc_is_below_its_wheels(tmp_path: Path) ->
     (line,) = [ln for ln in result.out.splitlines() if "requires.glibc" in ln]
     assert "verl0.9-vllm0.24.0: requires.glibc: 2.28 is below 2.31" in line
     assert "llguidance 1.7.6" in line
+
+
+def test_forward_compatibility_gpu_list_follows_nvidias_data_center_table() -> None:
+    rules = load_matrix().cuda
+    assert rules.is_data_center("NVIDIA GB300")  # the B300 pattern missed it (audit 2026-12-b D7/C7)
+    assert rules.is_data_center("NVIDIA RTX PRO 6000 Blackwell Server Edition")
+    assert not rules.is_data_center("NVIDIA RTX PRO 6000 Blackwell Workstation Edition")
+    assert not rules.is_data_center("Tesla V100-SXM2-32GB")  # CUDA 13 dropped Volta
+    blackwell = rules.architecture("10.0")
+    assert blackwell is not None
+    assert blackwell.min_driver == "570.133.20"  # HGX B200's documented minimum
