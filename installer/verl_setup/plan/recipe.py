@@ -12,16 +12,15 @@ from __future__ import annotations
 
 import os
 import re
-import shutil
 from collections.abc import Mapping
-from dataclasses import dataclass, field
-from pathlib import Path
+from dataclasses import dataclass, field, replace
 from typing import Literal
 
 from packaging.version import Version
 
 from verl_setup.errors import BadInputError, InstallError
 from verl_setup.matrix.schema import ExtensionFacts, Row
+from verl_setup.plan.build_host import memory_gib, nvcc_version
 from verl_setup.plan.select import Plan
 from verl_setup.util.binary import binary_only
 from verl_setup.util.versions import parse_minor
@@ -155,7 +154,6 @@ def build_recipe(
             requirements=torch_reqs,
             index_url=index,
             overrides=overrides,
-            sdists=sdists,
         ),
     ]
     if rest:
@@ -167,12 +165,11 @@ def build_recipe(
                 requirements=torch_reqs + rest,
                 index_url=index,
                 overrides=overrides,
-                sdists=sdists,
             )
         )
     warnings: list[str] = []
     for ext in plans:
-        new_steps, warning = _extension_steps(ext, facts[ext.name], torch_reqs, index, sdists)
+        new_steps, warning = _extension_steps(ext, facts[ext.name], torch_reqs, index)
         steps += new_steps
         warnings += [warning] if warning else []
     steps.append(
@@ -182,7 +179,6 @@ def build_recipe(
             requirements=(verl_req, *torch_reqs, *rest),
             index_url=index,
             overrides=overrides,
-            sdists=sdists,
         )
     )
     verify = [r for r in reqs if _name(r) not in (*facts, *dropped)]
@@ -191,7 +187,7 @@ def build_recipe(
         row=row,
         python=plan.python,
         overrides=row.overrides,
-        steps=tuple(steps),
+        steps=tuple(replace(s, sdists=(*sdists, *s.sdists)) for s in steps),
         extensions=tuple(plans),
         verify_pins=tuple(verify),
         warnings=tuple(warnings),
@@ -220,11 +216,7 @@ def _check_names(asked: Mapping[str, Choice], row: Row, facts: Mapping[str, Exte
 
 
 def _extension_steps(
-    ext: ExtensionPlan,
-    facts: ExtensionFacts,
-    torch_reqs: tuple[str, ...],
-    index: str | None,
-    sdists: tuple[str, ...],
+    ext: ExtensionPlan, facts: ExtensionFacts, torch_reqs: tuple[str, ...], index: str | None
 ) -> tuple[list[Step], str | None]:
     """The steps that put one package built against torch in, and the warning it carries."""
     if ext.mode == "wheel":
@@ -233,7 +225,6 @@ def _extension_steps(
             title=f"{ext.name} {ext.version} ({ext.reason})",
             requirements=(*torch_reqs, ext.requirement),
             index_url=index,
-            sdists=sdists,
         )
         return [step], None
     if ext.mode == "without":
@@ -245,7 +236,6 @@ def _extension_steps(
             title=f"what {ext.name}'s build needs, since it builds without isolation",
             requirements=(*torch_reqs, *facts.build_requires),
             index_url=index,
-            sdists=sdists,
         ),
         Step(
             name=ext.name,
@@ -255,7 +245,7 @@ def _extension_steps(
             no_build_isolation=True,
             config_settings=facts.config_settings,
             env=tuple(sorted(env.items())),
-            sdists=(*sdists, ext.name),  # the one package this step builds on purpose
+            sdists=(ext.name,),  # the one package this step builds on purpose
         ),
     ]
     return steps, f"{ext.name} {ext.version}: {ext.reason}"
@@ -387,29 +377,5 @@ def recipe_for(plan: Plan, requests: ExtensionRequests, env: Mapping[str, str]) 
         extensions=requests,
         nvcc_version=nvcc_version(env),
         cores=os.cpu_count(),
-        memory_gib=_memory_gib(),
+        memory_gib=memory_gib(),
     )
-
-
-def nvcc_version(env: Mapping[str, str]) -> str | None:
-    """The CUDA release of the nvcc a build would use (CUDA_HOME's, else PATH's), e.g. "13.0"."""
-    from verl_setup.util.runner import ProgramError, run  # noqa: PLC0415
-
-    home = env.get("CUDA_HOME") or env.get("CUDA_PATH")
-    nvcc = str(Path(home) / "bin" / "nvcc") if home and (Path(home) / "bin" / "nvcc").exists() else None
-    nvcc = nvcc or shutil.which("nvcc", path=env.get("PATH", os.defpath))
-    if nvcc is None:
-        return None
-    try:
-        out = run([nvcc, "--version"], timeout=30, env=env)
-    except ProgramError:
-        return None
-    found = re.search(r"release (\d+\.\d+)", out.stdout)
-    return found[1] if found else None
-
-
-def _memory_gib() -> float | None:
-    try:
-        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30
-    except (ValueError, OSError):
-        return None

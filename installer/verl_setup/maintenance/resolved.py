@@ -2,7 +2,7 @@
 
 Written by `matrix prove` (its `resolves` step) and `matrix check --record`, never by hand. Per
 row: the row hash it was resolved for, the Python and platform, the glibc floor computed from the
-manylinux tags of its wheels (environment/floors.py) with the distributions that set it, and
+manylinux tags of its wheels (maintenance/floors.py) with the distributions that set it, and
 every distribution as "VERSION FILES" where FILES is a short digest of the sha256 of every file uv
 saw for that version (so a re-upload under the same version shows). No dates or tool versions:
 the same resolution gives the same bytes, so the file changes only when a resolution does.

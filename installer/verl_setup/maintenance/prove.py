@@ -4,7 +4,7 @@ For each row, with this package's own commands in child processes: `lock --row` 
 hashed resolution for the row's Python and platform), `install --row --no-import` into a
 scratch prefix (installs: a real uv install, every pin verified), then `verify` (imports: the
 import probe of what a training run imports). The `resolves` step also records the glibc floor
-computed from the manylinux tags of the wheels resolved (environment/floors.py). The `gpu`
+computed from the manylinux tags of the wheels resolved (maintenance/floors.py). The `gpu`
 level is never set here: only a run on a GPU host records it. Results go to matrices/proof.yaml,
 and each row's resolution to matrices/resolved.yaml (the baseline of `matrix check`), unless
 --no-record.
@@ -26,14 +26,14 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from verl_setup import __version__
-from verl_setup.environment.check import default_index, floor_above, resolution_of, row_floor
-from verl_setup.environment.floors import Floor
 from verl_setup.environment.lock import read_lock
 from verl_setup.environment.uv import find_uv, uv_env
 from verl_setup.errors import CheckFailedError, InstallError
+from verl_setup.maintenance.check import default_index, floor_above, resolution_of, row_floor
+from verl_setup.maintenance.floors import Floor
+from verl_setup.maintenance.resolved import Resolution, record_resolved
 from verl_setup.matrix.load import Matrix
 from verl_setup.matrix.proof import Evidence, record, today
-from verl_setup.matrix.resolved import Resolution, record_resolved
 from verl_setup.matrix.schema import Row
 from verl_setup.output import Progress, envelope
 from verl_setup.util.runner import ProgramError, stream

@@ -7,7 +7,7 @@ differently (each moved distribution with why: a newer release, a re-upload unde
 version, a yank or a deletion, asked of the index's Simple API), or no longer resolves (uv's
 reason). A row regressed when it no longer resolves, resolves only with a yanked pin, or when a
 distribution it resolved to before was yanked or deleted. Each resolution's glibc floor is
-computed from its wheels' manylinux tags (environment/floors.py) and recorded with it; a floor
+computed from its wheels' manylinux tags (maintenance/floors.py) and recorded with it; a floor
 above the row's `requires.glibc` is a regression too.
 """
 
@@ -25,12 +25,12 @@ from typing import Any
 
 from packaging.utils import canonicalize_name
 
-from verl_setup.environment.floors import Floor, floor_from_index
-from verl_setup.environment.index import Index, Release, configured_index
 from verl_setup.environment.uv import compile_command, explain_failure, python_platform, write_inputs
 from verl_setup.errors import InstallError
+from verl_setup.maintenance.floors import Floor, floor_from_index
+from verl_setup.maintenance.index import Index, Release, configured_index
+from verl_setup.maintenance.resolved import Resolution
 from verl_setup.matrix.load import Matrix
-from verl_setup.matrix.resolved import Resolution
 from verl_setup.matrix.schema import Row
 
 COMPILE_TIMEOUT_S = 900.0
