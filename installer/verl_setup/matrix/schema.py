@@ -109,6 +109,9 @@ class Row:
     # Modules whose import needs an NVIDIA driver although it fails otherwise on a machine
     # without one (module -> why, with its source): the probe counts them as `gpu` there.
     gpu_only_imports: dict[str, str] = field(default_factory=dict)
+    # Imports that fail on this row because of one of its known issues (the probe's name for the
+    # import -> the issue): the probe reports them as `known`, not as failures.
+    known_broken_imports: dict[str, str] = field(default_factory=dict)
     # The training backend the row carries (verl's [fsdp] / [megatron] extras): a second axis.
     backend: BackendName = "fsdp"
     notes: str | None = None
