@@ -145,7 +145,9 @@ def forward_compat_refusal(cuda: str, target: Target, matrix: Matrix) -> str | N
     if not_dc:
         return (
             f"policy forward: GPU {not_dc[0]!r} is not a data-center GPU, and forward compatibility is for "
-            "data-center GPUs only (NVIDIA's CUDA Compatibility guide)"
+            "data-center GPUs only (NVIDIA's CUDA Compatibility guide: \"Forward Compatibility is "
+            "applicable only for systems with: NVIDIA Data Center GPUs. Select NGC Server Ready SKUs of "
+            'RTX cards. Jetson boards.")'
         )
     return None
 
