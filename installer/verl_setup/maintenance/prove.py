@@ -173,6 +173,9 @@ def prove_row(  # noqa: PLR0911, PLR0915  # one return per step that can stop th
         detail = {"modules": len(probe["modules"]), "need_a_gpu": gpu, "seconds": probe["seconds"]}
         if absent:  # modules of the packages left out above, each named
             detail["left_out"] = absent
+        known = [m["module"] for m in probe["modules"] if m["outcome"] == "known"]
+        if known:  # imports the row's known issues break (known_broken_imports), each named
+            detail["known_issues"] = known
         result.steps["imports"] = Evidence(date=today(), tool=tool, detail=detail)
     finally:
         shutil.rmtree(prefix, ignore_errors=True)
