@@ -50,7 +50,7 @@ def test_driver_580_selects_the_newest_verl() -> None:
 def test_compat_policy_allows_minor_version_compatibility_with_a_warning() -> None:
     plan = plan_for(host(driver="535.129.03", gpus=H100))
     assert plan.row.requires.cuda == "12.8"
-    assert any("minor-version compatibility" in w and ">= 570.26" in w for w in plan.warnings)
+    assert any("minor-version compatibility" in w and ">= 575.51.03" in w for w in plan.warnings)
 
 
 def test_strict_policy_requires_the_full_support_driver() -> None:
