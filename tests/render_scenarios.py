@@ -48,7 +48,7 @@ SCENARIOS = [
     ),
     Scenario(
         "b200-drv570-sglang",
-        {"driver": "570.124.06", "gpus": ("B200",), "engine": "sglang"},
+        {"driver": "570.133.20", "gpus": ("B200",), "engine": "sglang"},
         {"buildkit": True, "extensions": {"flash-attn": "build"}},
     ),
     Scenario(

@@ -172,6 +172,46 @@ def test_install_replaces_an_existing_env_only_with_a_verified_one(old_env: Path
     assert leftovers(prefix) == []
 
 
+def _with_sdist_only_pin(folder: Path, *, allowed: bool) -> Path:
+    """The tiny matrix with row tiny-new also pinning docopt 0.6.2, which PyPI has only as an sdist
+    (pure Python); `allowed` lists it under `sdists`, as the bundled matrix does antlr4."""
+    text = TINY_MATRIX.read_text()
+    start = text.index("  - id: tiny-new\n")
+    at = text.index('      idna: "3.10"\n', start)
+    text = text[:at] + '      docopt: "0.6.2"\n' + text[at:]
+    at = text.index('      idna: "PyPI: pure-Python wheel, 70 KB"\n', start)
+    text = text[:at] + '      docopt: "PyPI: docopt 0.6.2 is published only as an sdist"\n' + text[at:]
+    if allowed:
+        text = text.replace(
+            "\nrows:\n",
+            '\nsdists:\n  docopt:\n    versions: ["0.6.2"]\n    reason: "pure Python, sdist only"\n\nrows:\n',
+            1,
+        )
+    folder.mkdir(parents=True)
+    (folder / "verl.yaml").write_text(text)
+    return folder / "verl.yaml"
+
+
+def test_an_sdist_only_dependency_is_refused_in_one_line_and_nothing_changes(
+    old_env: Path, tmp_path: Path
+) -> None:
+    prefix = copy_env(old_env, tmp_path / "project" / "env")
+    matrix = _with_sdist_only_pin(tmp_path / "refused", allowed=False)
+    result = cli("install", "--matrix", str(matrix), "--prefix", str(prefix), "--row", "tiny-new")
+    assert result.returncode == 4, result.stderr
+    errors = [ln for ln in result.stderr.splitlines() if ln.startswith("verl-setup: error:")]
+    assert len(errors) == 1
+    assert "docopt has no wheel for this Python and platform" in errors[0]
+    assert "binary-only" in errors[0]
+    assert installed_row(prefix) == "tiny-old"  # the existing environment is untouched
+    assert leftovers(prefix) == []
+    # Listed under `sdists`, the same package is built from its sdist on purpose.
+    matrix = _with_sdist_only_pin(tmp_path / "allowed", allowed=True)
+    result = cli("install", "--matrix", str(matrix), "--prefix", str(prefix), "--row", "tiny-new")
+    assert result.returncode == 0, result.stderr
+    assert installed_row(prefix) == "tiny-new"
+
+
 def test_a_directory_that_is_not_a_venv_is_refused(tmp_path: Path) -> None:
     (tmp_path / "notes.txt").write_text("mine")
     result = install(tmp_path)

@@ -26,8 +26,8 @@ import pytest
 
 from tests.integration.torch_ext import CACHE, HEAVY_LOCK, fresh_env, install_wheel, torch_env
 from verl_setup.environment.abi import check_environment
-from verl_setup.util.uvbin import find_uv
 from verl_setup.util.elf import SharedObject
+from verl_setup.util.uvbin import find_uv
 from verl_setup.util.wheelhouse import Wheelhouse
 
 pytestmark = [pytest.mark.network, pytest.mark.slow]

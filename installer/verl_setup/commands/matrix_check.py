@@ -23,6 +23,11 @@ def text(results: Sequence[RowCheck]) -> str:
         lines.append(f"{r.row:<34} {r.status:<22} {mark:<9} {r.seconds:.0f}s")
         if r.reason:
             lines.append(f"    {r.reason}")
+        if r.floor is not None:
+            setters = f" (set by {', '.join(r.floor.set_by)})" if r.floor.set_by else ""
+            lines.append(f"    glibc floor of its wheels: {r.floor.glibc or 'none'}{setters}")
+        if r.floor_above:
+            lines.append(f"    glibc floor above the row: {r.floor_above} (regression)")
         lines.extend(f"    {y}" for y in r.yanked)
         # Drift inside the ranges is the common case (dozens a month): one line for all of it.
         newer = [m for m in r.moved if m.why.startswith("a newer release")]

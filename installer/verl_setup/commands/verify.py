@@ -67,9 +67,15 @@ def run(args: argparse.Namespace, env: Mapping[str, str], out: TextIO) -> int:
         return manifest
 
     timeout = None if args.no_import else args.import_timeout
-    gpu_only, left_out = _row_facts(args, python)
+    gpu_only, left_out, known = _row_facts(args, python)
     report = verify_env(
-        python, expected_for, import_timeout=timeout, env=env, gpu_only=gpu_only, left_out=left_out
+        python,
+        expected_for,
+        import_timeout=timeout,
+        env=env,
+        gpu_only=gpu_only,
+        left_out=left_out,
+        known=known,
     )
     error = None if report.ok else CheckFailedError(report.summary())
     if args.json:
@@ -81,9 +87,12 @@ def run(args: argparse.Namespace, env: Mapping[str, str], out: TextIO) -> int:
     return 0
 
 
-def _row_facts(args: argparse.Namespace, python: Path) -> tuple[dict[str, str], dict[str, str]]:
-    """The row's modules that need an NVIDIA driver to import (--row, else the manifest's row), and
-    the modules of packages the install left out on purpose (the manifest's torch_extensions)."""
+def _row_facts(
+    args: argparse.Namespace, python: Path
+) -> tuple[dict[str, str], dict[str, str], dict[str, str]]:
+    """The row's modules that need an NVIDIA driver to import (--row, else the manifest's row), the
+    modules of packages the install left out on purpose (the manifest's torch_extensions), and the
+    imports the row's known issues break."""
     row_id, left = args.row, []
     try:
         record = json.loads((python.parent.parent / MANIFEST).read_text(encoding="utf-8"))
@@ -91,7 +100,9 @@ def _row_facts(args: argparse.Namespace, python: Path) -> tuple[dict[str, str], 
         left = [n for n, e in (record.get("torch_extensions") or {}).items() if e.get("mode") == "without"]
     except (OSError, ValueError, KeyError, TypeError, AttributeError):
         if row_id is None:
-            return {}, {}
+            return {}, {}, {}
     matrix = load_matrix(args.matrix)
-    gpu_only = dict(next((r.gpu_only_imports for r in matrix.rows if r.id == row_id), {}))
-    return gpu_only, matrix.rows_file.left_out_modules(left)
+    row = next((r for r in matrix.rows if r.id == row_id), None)
+    gpu_only = dict(row.gpu_only_imports) if row else {}
+    known = dict(row.known_broken_imports) if row else {}
+    return gpu_only, matrix.rows_file.left_out_modules(left), known

@@ -111,6 +111,7 @@ def build(job: Job, progress: Progress) -> tuple[Job, dict[str, Any], Report]:
         env=job.env,
         engine=row.engine.name,
         gpu_only=row.gpu_only_imports,
+        known=row.known_broken_imports,
         left_out=job.plan.matrix.rows_file.left_out_modules(
             e.name for e in job.recipe.extensions if e.mode == "without"
         ),

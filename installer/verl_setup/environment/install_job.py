@@ -66,7 +66,11 @@ def uv_commands(
             Command(
                 what="lock",
                 argv=sync_command(
-                    uv, python_exe=Path(python_exe), lock=lock.path.absolute(), index_url=lock.index_url
+                    uv,
+                    python_exe=Path(python_exe),
+                    lock=lock.path.absolute(),
+                    index_url=lock.index_url,
+                    sdists=recipe.sdists,
                 ),
             )
         )

@@ -18,7 +18,7 @@ from typing import Any, Literal
 from verl_setup.scripts.import_probe import CHILD
 from verl_setup.util.runner import ProgramError, stream
 
-Outcome = Literal["ok", "failed", "gpu", "absent"]
+Outcome = Literal["ok", "failed", "gpu", "absent", "known"]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -40,6 +40,8 @@ class ModuleResult:
             return f"  gpu     {self.module}: needs an NVIDIA driver to import ({self.error})"
         if self.outcome == "absent":
             return f"  absent  {self.module}: {self.error}"
+        if self.outcome == "known":
+            return f"  known   {self.module}: {self.error}"
         if self.missing:
             owner = f" (distribution {self.distribution})" if self.distribution else " (not installed)"
             return f"  FAILED  {self.module}: missing module {self.missing}{owner}: {self.error}"
@@ -67,11 +69,14 @@ class ProbeResult:
     def summary(self) -> str:
         """One line: counts, and the first failure."""
         counts = {
-            k: sum(1 for m in self.modules if m.outcome == k) for k in ("ok", "gpu", "failed", "absent")
+            k: sum(1 for m in self.modules if m.outcome == k)
+            for k in ("ok", "gpu", "failed", "absent", "known")
         }
         text = f"{counts['ok']} imported, {counts['gpu']} need a GPU, {counts['failed']} failed"
         if counts["absent"]:
             text += f", {counts['absent']} left out on purpose"
+        if counts["known"]:
+            text += f", {counts['known']} known issues of the row"
         if self.timed_out_in:
             return f"{text}; timed out importing {self.timed_out_in}"
         if self.crashed:
@@ -103,13 +108,15 @@ def run_probe(
     *,
     gpu_only: Mapping[str, str] | None = None,
     left_out: Mapping[str, str] | None = None,
+    known: Mapping[str, str] | None = None,
 ) -> ProbeResult:
     """Import the training run's modules with `python`; a hang ends at `timeout` naming its module."""
     start = time.monotonic()
     error = None
     try:
         argv = [str(python), "-c", CHILD, engine, "-", json.dumps(dict(gpu_only or {}))]
-        argv += [json.dumps(dict(left_out))] if left_out else []
+        argv += [json.dumps(dict(left_out or {}))] if left_out or known else []
+        argv += [json.dumps(dict(known))] if known else []
         out = stream(argv, timeout=timeout, env=env)
         stdout, stderr, code = out.stdout, out.stderr, out.returncode
     except ProgramError as exc:

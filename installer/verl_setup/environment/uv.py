@@ -11,16 +11,18 @@ from pathlib import Path
 from verl_setup.errors import InstallError
 from verl_setup.matrix.load import Matrix
 from verl_setup.matrix.schema import Row
+from verl_setup.util.binary import binary_only
 
-# Resolve for at least manylinux_2_28: older-glibc rows still install the same wheels there, and
-# it is the platform torch >= 2.7 publishes for.
-MIN_MANYLINUX = (2, 28)
+# The glibc platforms uv can resolve for (`uv pip compile --python-platform`): a row's floor maps
+# to the newest of them at or below it. Resolutions are binary-only, so a row that claims a
+# floor below its wheels fails to resolve, naming the package, instead of building its sdist.
+UV_MANYLINUX = ((2, 17), (2, 28), *((2, m) for m in range(31, 41)))
 
 
 def python_platform(row: Row) -> str:
     """uv's --python-platform for a row: its architecture and glibc floor."""
-    major, minor = (int(p) for p in row.requires.glibc.split("."))
-    major, minor = max((major, minor), MIN_MANYLINUX)
+    floor = tuple(int(p) for p in row.requires.glibc.split("."))
+    major, minor = max((p for p in UV_MANYLINUX if p <= floor), default=UV_MANYLINUX[0])
     return f"{row.requires.arch[0]}-manylinux_{major}_{minor}"
 
 
@@ -61,6 +63,7 @@ def compile_command(
     if overrides is not None:
         argv += ["--override", str(overrides)]
     argv += index_flags(matrix.index_url(row))
+    argv += binary_only(matrix.rows_file.built_from_sdist(row))
     if hashes:
         argv.append("--generate-hashes")
     return argv
@@ -79,19 +82,28 @@ def venv_command(uv: str, *, path: Path, python: str) -> list[str]:
 
 
 def install_command(
-    uv: str, *, python_exe: Path, requirements: Path, overrides: Path | None, index_url: str | None
+    uv: str,
+    *,
+    python_exe: Path,
+    requirements: Path,
+    overrides: Path | None,
+    index_url: str | None,
+    sdists: Sequence[str] = (),
 ) -> list[str]:
-    """`uv pip install` of a row's exact pins into the interpreter's environment."""
+    """`uv pip install` of a row's exact pins into the interpreter's environment, binary-only."""
     argv = [uv, "pip", "install", "--python", str(python_exe), "-r", str(requirements)]
     if overrides is not None:
         argv += ["--override", str(overrides)]
-    return argv + index_flags(index_url)
+    return argv + index_flags(index_url) + binary_only(sdists)
 
 
-def sync_command(uv: str, *, python_exe: Path, lock: Path, index_url: str | None) -> list[str]:
-    """`uv pip sync` of a hashed lock: exactly its distributions, every hash enforced."""
+def sync_command(
+    uv: str, *, python_exe: Path, lock: Path, index_url: str | None, sdists: Sequence[str] = ()
+) -> list[str]:
+    """`uv pip sync` of a hashed lock: exactly its distributions, every hash enforced, wheels only
+    except the sdists the row builds on purpose."""
     argv = [uv, "pip", "sync", "--python", str(python_exe), "--require-hashes", str(lock)]
-    return argv + index_flags(index_url)
+    return argv + index_flags(index_url) + binary_only(sdists)
 
 
 @functools.cache
@@ -160,6 +172,11 @@ def not_passed(names: Sequence[str]) -> str:
     return f"not passed to uv, since the row decides what it resolves: {shown}"
 
 
+_NO_WHEEL = re.compile(
+    r"Because (?:there is no version of )?([A-Za-z0-9][A-Za-z0-9._-]*)(?:\{[^}]*\})?"
+    r"(?:[=<>!~,.0-9A-Za-z]*) has no "
+    r"(?:usable wheels|wheels with a matching platform tag(?: \(e\.g\., `([^`]+)`\))?)"
+)
 _BUILT = re.compile(r"Failed to (?:build|download and build) `([^`]+)`")
 _PACKAGE = re.compile(r"`([A-Za-z0-9][A-Za-z0-9._-]*)(?:==[^`]*)?`")
 
@@ -167,6 +184,14 @@ _PACKAGE = re.compile(r"`([A-Za-z0-9][A-Za-z0-9._-]*)(?:==[^`]*)?`")
 def explain_failure(stderr: str) -> str:  # noqa: PLR0911  # one return per known cause
     """uv's failure in one line, led by the package at fault and the likely cause."""
     message = uv_error(stderr)
+    no_wheel = _NO_WHEEL.search(stderr)
+    if no_wheel:
+        platform = f" ({no_wheel[2]})" if no_wheel[2] else ""
+        return (
+            f"{no_wheel[1]} has no wheel for this Python and platform{platform}, and installs are "
+            f"binary-only (no surprise compile of its sdist): a newer glibc (the row's "
+            f"requires.glibc), another row, or a matrix that lists it under `sdists` (uv: {message})"
+        )
     built = _BUILT.search(stderr)
     if built and "No module named 'torch'" in stderr:
         return (

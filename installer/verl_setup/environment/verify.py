@@ -343,6 +343,7 @@ def verify_env(
     engine: str | None = None,
     gpu_only: Mapping[str, str] | None = None,
     left_out: Mapping[str, str] | None = None,
+    known: Mapping[str, str] | None = None,
 ) -> Report:
     """List distributions, compare with `expected_for(snapshot)`, then run the import probe.
 
@@ -362,7 +363,7 @@ def verify_env(
     if engine is None:
         have = snap.versions()
         engine = next((e for e in ROLLOUT_ENGINES if e in have), "none")
-    result = run_probe(python, engine, import_timeout, env, gpu_only=gpu_only, left_out=left_out)
+    result = run_probe(python, engine, import_timeout, env, gpu_only=gpu_only, left_out=left_out, known=known)
     return Report(
         snapshot=snap, expected=expected, findings=tuple(findings), notes=tuple(notes), probe=result, abi=abi
     )

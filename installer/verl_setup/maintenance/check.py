@@ -6,7 +6,9 @@ what it resolved to last time (matrices/resolved.yaml). A row still resolves, re
 differently (each moved distribution with why: a newer release, a re-upload under the same
 version, a yank or a deletion, asked of the index's Simple API), or no longer resolves (uv's
 reason). A row regressed when it no longer resolves, resolves only with a yanked pin, or when a
-distribution it resolved to before was yanked or deleted.
+distribution it resolved to before was yanked or deleted. Each resolution's glibc floor is
+computed from its wheels' manylinux tags (maintenance/floors.py) and recorded with it; a floor
+above the row's `requires.glibc` is a regression too.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from packaging.utils import canonicalize_name
 
 from verl_setup.environment.uv import compile_command, explain_failure, python_platform, write_inputs
 from verl_setup.errors import InstallError
+from verl_setup.maintenance.floors import Floor, floor_from_index
 from verl_setup.maintenance.index import Index, Release, configured_index
 from verl_setup.maintenance.resolved import Resolution
 from verl_setup.matrix.load import Matrix
@@ -88,12 +91,18 @@ class RowCheck:
     baseline: bool = False
     seconds: float = 0.0
     resolution: Resolution | None = None
+    floor: Floor | None = None
+    floor_above: str | None = None  # the floor exceeds the row's requires.glibc: why
 
     @property
     def regressed(self) -> bool:
-        """No longer resolves, a yanked pin, or a baseline distribution yanked or deleted."""
+        """No longer resolves, a yanked pin, a baseline distribution yanked or deleted, or a
+        computed glibc floor above the row's."""
         return (
-            self.status == "no-longer-resolves" or bool(self.yanked) or any(m.regression for m in self.moved)
+            self.status == "no-longer-resolves"
+            or bool(self.yanked)
+            or any(m.regression for m in self.moved)
+            or self.floor_above is not None
         )
 
     def to_json(self) -> dict[str, Any]:
@@ -106,6 +115,8 @@ class RowCheck:
             "baseline": self.baseline,
             "yanked": self.yanked,
             "moved": [m.to_json() for m in self.moved],
+            "glibc_floor": None if self.floor is None else self.floor.to_json(),
+            "glibc_floor_above_row": self.floor_above,
             "seconds": self.seconds,
         }
 
@@ -206,8 +217,15 @@ def check_row(
         f"{m[1]}=={m[2]} is yanked" + (f" ({m[3]})" if m[3] else "") for m in _YANKED.finditer(stderr)
     ]
     now = resolution_of(stdout)
+    result.floor = row_floor(row, matrix, {n: v for n, (v, _) in now.items()}, indexes[-1])
+    result.floor_above = floor_above(row, result.floor)
     result.resolution = Resolution(
-        row_sha256=row.content_hash(), python=row.python.recommended, platform=python_platform(row), pins=now
+        row_sha256=row.content_hash(),
+        python=row.python.recommended,
+        platform=python_platform(row),
+        pins=now,
+        glibc_floor=result.floor.glibc,
+        glibc_floor_set_by=result.floor.set_by,
     )
     if baseline is None or baseline.row_sha256 != row.content_hash():
         result.reason = (
@@ -229,6 +247,29 @@ def check_row(
     if result.moved:
         result.status = "resolves-differently"
     return result
+
+
+def row_floor(row: Row, matrix: Matrix, pins: Mapping[str, str], index: Index) -> Floor:
+    """The glibc floor of a row's resolution, from the wheels the index lists for each pin."""
+    return floor_from_index(
+        pins,
+        index,
+        python=row.python.recommended,
+        arch=row.requires.arch[0],
+        sdists=matrix.rows_file.built_from_sdist(row),
+    )
+
+
+def floor_above(row: Row, floor: Floor) -> str | None:
+    """Why a computed floor is above the row's requires.glibc (None: it is not)."""
+    from verl_setup.util.versions import parse_minor  # noqa: PLC0415
+
+    if floor.glibc is None or parse_minor(floor.glibc, "glibc") <= parse_minor(row.requires.glibc, "glibc"):
+        return None
+    return (
+        f"its wheels need glibc >= {floor.glibc} ({', '.join(floor.set_by)}), "
+        f"the row says {row.requires.glibc}"
+    )
 
 
 def indexes_for(row: Row, matrix: Matrix, default: Index) -> list[Index]:

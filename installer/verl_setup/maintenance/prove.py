@@ -3,9 +3,11 @@
 For each row, with this package's own commands in child processes: `lock --row` (resolves: a
 hashed resolution for the row's Python and platform), `install --row --no-import` into a
 scratch prefix (installs: a real uv install, every pin verified), then `verify` (imports: the
-import probe of what a training run imports). The `gpu` level is never set here: only a run on
-a GPU host records it. Results go to matrices/proof.yaml, and each row's resolution to
-matrices/resolved.yaml (the baseline of `matrix check`), unless --no-record.
+import probe of what a training run imports). The `resolves` step also records the glibc floor
+computed from the manylinux tags of the wheels resolved (maintenance/floors.py). The `gpu`
+level is never set here: only a run on a GPU host records it. Results go to matrices/proof.yaml,
+and each row's resolution to matrices/resolved.yaml (the baseline of `matrix check`), unless
+--no-record.
 """
 
 from __future__ import annotations
@@ -25,14 +27,17 @@ from typing import Any, TextIO
 
 from verl_setup import __version__
 from verl_setup.environment.lock import read_lock
-from verl_setup.errors import CheckFailedError
-from verl_setup.maintenance.check import resolution_of
+from verl_setup.environment.uv import uv_env
+from verl_setup.errors import CheckFailedError, InstallError
+from verl_setup.maintenance.check import default_index, floor_above, resolution_of, row_floor
+from verl_setup.maintenance.floors import Floor
 from verl_setup.maintenance.resolved import Resolution, record_resolved
 from verl_setup.matrix.load import Matrix
 from verl_setup.matrix.proof import Evidence, record, today
 from verl_setup.matrix.schema import Row
 from verl_setup.output import Progress, emit
 from verl_setup.util.runner import ProgramError, stream
+from verl_setup.util.uvbin import find_uv
 
 STEP_TIMEOUT_S = 3600.0
 
@@ -78,7 +83,7 @@ def _last_error(stderr: str) -> str:
     )
 
 
-def prove_row(
+def prove_row(  # noqa: PLR0911, PLR0915  # one return per step that can stop the proof
     row: Row, matrix: Matrix, work: Path, env: Mapping[str, str], say: Callable[[str], None]
 ) -> RowResult:
     """resolves, installs, imports for one row, stopping at the first step that fails."""
@@ -104,16 +109,33 @@ def prove_row(
         result.failed = f"resolves: {_last_error(err)}"
         return result
     locked = read_lock(lock)
+    resolved = resolution_of(lock.read_text(encoding="utf-8"))
+    floor, why_not = _floor(row, matrix, resolved, env)
+    if floor is None:
+        result.failed = f"resolves: {why_not}"
+        return result
     result.resolution = Resolution(
         row_sha256=row.content_hash(),
         python=locked.python,
         platform=locked.fields["platform"],
-        pins=resolution_of(lock.read_text(encoding="utf-8")),
+        pins=resolved,
+        glibc_floor=floor.glibc,
+        glibc_floor_set_by=floor.set_by,
     )
     header = {k: v for k, v in locked.fields.items() if k in ("python", "platform", "uv")}
     pins = len(locked.pins)
     lock.unlink()
-    result.steps["resolves"] = Evidence(date=today(), tool=tool, detail={**header, "distributions": pins})
+    detail = {
+        **header,
+        "distributions": pins,
+        "glibc_floor": floor.glibc,
+        "glibc_floor_set_by": list(floor.set_by),
+    }
+    above = floor_above(row, floor)
+    if above is not None:
+        result.failed = f"resolves: {above}"
+        return result
+    result.steps["resolves"] = Evidence(date=today(), tool=tool, detail=detail)
     machine = platform.machine()
     if machine not in row.requires.arch:
         result.stopped = (
@@ -152,10 +174,27 @@ def prove_row(
         detail = {"modules": len(probe["modules"]), "need_a_gpu": gpu, "seconds": probe["seconds"]}
         if absent:  # modules of the packages left out above, each named
             detail["left_out"] = absent
+        known = [m["module"] for m in probe["modules"] if m["outcome"] == "known"]
+        if known:  # imports the row's known issues break (known_broken_imports), each named
+            detail["known_issues"] = known
         result.steps["imports"] = Evidence(date=today(), tool=tool, detail=detail)
     finally:
         shutil.rmtree(prefix, ignore_errors=True)
     return result
+
+
+def _floor(
+    row: Row, matrix: Matrix, resolved: Mapping[str, tuple[str, str]], env: Mapping[str, str]
+) -> tuple[Floor | None, str]:
+    """The glibc floor of the wheels resolved, or None and why it is no proof (not computed, or
+    above the row's requires.glibc)."""
+    try:
+        index = default_index(find_uv(), uv_env(base=env))
+        floor = row_floor(row, matrix, {n: v for n, (v, _) in resolved.items()}, index)
+    except InstallError as exc:
+        return None, f"the glibc floor of its wheels could not be computed: {exc}"
+    above = floor_above(row, floor)
+    return (floor, "") if above is None else (None, above)
 
 
 def _size_mib(path: Path) -> int:

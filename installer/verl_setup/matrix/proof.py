@@ -78,6 +78,15 @@ class ProofBook:
         return level, f"{level} (proven {date}){stopped}{gpu}{failed}"
 
 
+def floor_setters(book: ProofBook, row: Row) -> list[str]:
+    """The distributions `matrix prove` found to set the row's glibc floor (its proof's `resolves`
+    step; empty when the proof is missing or stale)."""
+    proof = book.rows.get(row.id)
+    if proof is None or proof.row_sha256 != row.content_hash() or "resolves" not in proof.steps:
+        return []
+    return [str(s) for s in proof.steps["resolves"].detail.get("glibc_floor_set_by") or ()]
+
+
 def load_proof(rows_path: Path) -> ProofBook:
     """proof.yaml beside a rows file; a missing file is an empty book, a broken one exit 2."""
     import yaml  # noqa: PLC0415  # a cached record needs no YAML parser

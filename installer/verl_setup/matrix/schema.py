@@ -109,6 +109,9 @@ class Row:
     # Modules whose import needs an NVIDIA driver although it fails otherwise on a machine
     # without one (module -> why, with its source): the probe counts them as `gpu` there.
     gpu_only_imports: dict[str, str] = field(default_factory=dict)
+    # Imports that fail on this row because of one of its known issues (the probe's name for the
+    # import -> the issue): the probe reports them as `known`, not as failures.
+    known_broken_imports: dict[str, str] = field(default_factory=dict)
     # The training backend the row carries (verl's [fsdp] / [megatron] extras): a second axis.
     backend: BackendName = "fsdp"
     notes: str | None = None
@@ -211,11 +214,21 @@ class Unfit:
 
 
 @dataclass(frozen=True, kw_only=True)
+class SdistAllowance:
+    """A package the recipe builds from its sdist on purpose (installs are binary-only otherwise)."""
+
+    versions: tuple[str, ...]
+    reason: str
+
+
+@dataclass(frozen=True, kw_only=True)
 class RowsFile:
     """matrices/verl.yaml."""
 
     schema: int
     indexes: dict[str, IndexSpec] = field(default_factory=dict)
+    # Installs and locks take wheels only; these few are built from their sdist on purpose.
+    sdists: dict[str, SdistAllowance] = field(default_factory=dict)
     torch_extensions: dict[str, ExtensionFacts] = field(default_factory=dict)
     unfit: tuple[Unfit, ...] = ()
     rows: tuple[Row, ...]
@@ -224,6 +237,15 @@ class RowsFile:
     def flash_attn(self) -> ExtensionFacts | None:
         """flash-attn's facts, if the matrix has them."""
         return self.torch_extensions.get("flash-attn")
+
+    def built_from_sdist(self, row: Row) -> tuple[str, ...]:
+        """The packages a row's install builds from their sdist: those listed in `sdists` that the
+        row pins at a listed version, or does not pin at all (a transitive dependency)."""
+        return tuple(
+            name
+            for name, allowed in self.sdists.items()
+            if name not in row.packages or row.packages[name] in allowed.versions
+        )
 
     def from_index(self, row: Row) -> list[str]:
         """The row's requirement lines a package index serves (not those built from a source URL)."""

@@ -28,6 +28,18 @@ def request_reasons(row: Row, target: Target) -> list[str]:
     return reasons
 
 
+def _floor_set_by(row: Row, matrix: Matrix) -> str:
+    """ " (set by llguidance 1.7.6 (manylinux_2_31): ...)": the wheels that set the row's glibc
+    floor, as `matrix prove` computed them, else the row's evidence for it."""
+    from verl_setup.matrix.proof import floor_setters  # noqa: PLC0415
+
+    setters = floor_setters(matrix.proof, row)
+    if setters:
+        return f" (set by {', '.join(setters)}: its wheels, computed by matrix prove)"
+    evidence = row.evidence.get("requires.glibc")
+    return f" ({evidence})" if evidence else ""
+
+
 def host_reasons(row: Row, target: Target, matrix: Matrix) -> list[str]:
     """Every requirement of `row` the machine fails."""
     reasons = []
@@ -36,7 +48,7 @@ def host_reasons(row: Row, target: Target, matrix: Matrix) -> list[str]:
         reasons.append(f"platform {' or '.join(req.arch)} needed, host is {target.arch.value}")
     glibc = target.glibc.value
     if glibc and version_tuple(glibc) < version_tuple(req.glibc):
-        reasons.append(f"glibc >= {req.glibc} needed, host has {glibc}")
+        reasons.append(f"glibc >= {req.glibc} needed, host has {glibc}{_floor_set_by(row, matrix)}")
     has_gpu = target.driver.value is not None or bool(target.gpus.value)
     if not req.gpu:
         if has_gpu and target.engine.value != "none":
@@ -133,7 +145,9 @@ def forward_compat_refusal(cuda: str, target: Target, matrix: Matrix) -> str | N
     if not_dc:
         return (
             f"policy forward: GPU {not_dc[0]!r} is not a data-center GPU, and forward compatibility is for "
-            "data-center GPUs only (NVIDIA's CUDA Compatibility guide)"
+            "data-center GPUs only (NVIDIA's CUDA Compatibility guide: \"Forward Compatibility is "
+            "applicable only for systems with: NVIDIA Data Center GPUs. Select NGC Server Ready SKUs of "
+            'RTX cards. Jetson boards.")'
         )
     return None
 

@@ -12,17 +12,17 @@ from __future__ import annotations
 
 import os
 import re
-import shutil
 from collections.abc import Mapping
-from dataclasses import dataclass, field
-from pathlib import Path
+from dataclasses import dataclass, field, replace
 from typing import Literal
 
 from packaging.version import Version
 
 from verl_setup.errors import BadInputError, InstallError
 from verl_setup.matrix.schema import ExtensionFacts, Row
+from verl_setup.plan.build_host import memory_gib, nvcc_version
 from verl_setup.plan.select import Plan
+from verl_setup.util.binary import binary_only
 from verl_setup.util.versions import parse_minor
 from verl_setup.util.vocab import suggest
 
@@ -70,6 +70,8 @@ class Step:
     no_build_isolation: bool = False
     config_settings: tuple[str, ...] = ()
     env: tuple[tuple[str, str], ...] = ()
+    # Wheels only, except these sdists (the row's `sdists`, and the package a build step builds).
+    sdists: tuple[str, ...] = ()
 
     def pip_args(self, overrides_file: str) -> list[str]:
         """Everything after `uv pip install --python PY`: the same in all three renderings."""
@@ -78,6 +80,7 @@ class Step:
             args += ["--extra-index-url", self.index_url, "--index-strategy", "unsafe-best-match"]
         if self.overrides:
             args += ["--override", overrides_file]
+        args += binary_only(self.sdists)
         if self.no_build_isolation:
             args.append("--no-build-isolation")
         for setting in self.config_settings:
@@ -96,6 +99,7 @@ class Recipe:
     extensions: tuple[ExtensionPlan, ...] = ()
     verify_pins: tuple[str, ...] = field(default=())
     warnings: tuple[str, ...] = ()
+    sdists: tuple[str, ...] = ()  # built from their sdist on purpose; everything else is a wheel
 
     def step(self, name: StepName) -> Step | None:
         """The step of that name, if the recipe has one."""
@@ -142,6 +146,7 @@ def build_recipe(
     dropped = {c for e in plans if e.mode == "without" for c in facts[e.name].companions}
     rest = tuple(r for r in reqs[1:] if _name(r) not in (*TORCH_FAMILY, *facts, *dropped))
     index, overrides = plan.index_url, bool(row.overrides)
+    sdists = plan.matrix.rows_file.built_from_sdist(row)
     steps = [
         Step(
             name="torch",
@@ -182,10 +187,11 @@ def build_recipe(
         row=row,
         python=plan.python,
         overrides=row.overrides,
-        steps=tuple(steps),
+        steps=tuple(replace(s, sdists=(*sdists, *s.sdists)) for s in steps),
         extensions=tuple(plans),
         verify_pins=tuple(verify),
         warnings=tuple(warnings),
+        sdists=sdists,
     )
 
 
@@ -239,6 +245,7 @@ def _extension_steps(
             no_build_isolation=True,
             config_settings=facts.config_settings,
             env=tuple(sorted(env.items())),
+            sdists=(ext.name,),  # the one package this step builds on purpose
         ),
     ]
     return steps, f"{ext.name} {ext.version}: {ext.reason}"
@@ -370,29 +377,5 @@ def recipe_for(plan: Plan, requests: ExtensionRequests, env: Mapping[str, str]) 
         extensions=requests,
         nvcc_version=nvcc_version(env),
         cores=os.cpu_count(),
-        memory_gib=_memory_gib(),
+        memory_gib=memory_gib(),
     )
-
-
-def nvcc_version(env: Mapping[str, str]) -> str | None:
-    """The CUDA release of the nvcc a build would use (CUDA_HOME's, else PATH's), e.g. "13.0"."""
-    from verl_setup.util.runner import ProgramError, run  # noqa: PLC0415
-
-    home = env.get("CUDA_HOME") or env.get("CUDA_PATH")
-    nvcc = str(Path(home) / "bin" / "nvcc") if home and (Path(home) / "bin" / "nvcc").exists() else None
-    nvcc = nvcc or shutil.which("nvcc", path=env.get("PATH", os.defpath))
-    if nvcc is None:
-        return None
-    try:
-        out = run([nvcc, "--version"], timeout=30, env=env)
-    except ProgramError:
-        return None
-    found = re.search(r"release (\d+\.\d+)", out.stdout)
-    return found[1] if found else None
-
-
-def _memory_gib() -> float | None:
-    try:
-        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30
-    except (ValueError, OSError):
-        return None

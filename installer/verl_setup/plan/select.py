@@ -232,7 +232,8 @@ def _forward_warnings(row: Row, target: Target, matrix: Matrix) -> list[str]:
         out.append(
             f"policy forward: NVIDIA lists driver branch R{branch} as end of life from "
             f"{facts.end_of_life[branch]} ({facts.source} in cuda.yaml): forward compatibility on it "
-            "gets no fixes"
+            "gets no fixes; NVIDIA's own list of the branches CUDA 13's cuda-compat package supports was "
+            "not found, so R535/R570 as such branches rest on secondary sources"
         )
     return out
 

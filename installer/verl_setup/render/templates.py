@@ -182,6 +182,9 @@ def context(plan: Plan, options: RenderOptions) -> dict[str, Any]:
         "overrides_sentinel": OVERRIDES_SENTINEL,
         "probe_code": PROBE_CODE,
         "gpu_only_json": json.dumps(row.gpu_only_imports, sort_keys=True),
+        "known_json": json.dumps(row.known_broken_imports, sort_keys=True)
+        if row.known_broken_imports
+        else "",
         "index_url": plan.index_url,
         "overrides": list(row.overrides),
         "matrix_sha256": plan.matrix.sha256,

@@ -47,8 +47,8 @@ def fetch_source(
             f"{name} builds from {facts.build.split('@', 1)[-1].strip()}, which is not on the package "
             f"index: fetch it and pass --source {name}=PATH (a source folder or an sdist)"
         )
-    from verl_setup.util.uvbin import find_uv  # noqa: PLC0415
     from verl_setup.maintenance.index import Index, configured_index  # noqa: PLC0415
+    from verl_setup.util.uvbin import find_uv  # noqa: PLC0415
 
     index = Index(configured_index(find_uv(), env))
     release = index.releases(name).get(version)
