@@ -48,12 +48,20 @@ class Layout:
         return self.parent / f".{self.prefix.name}.old-{pid}"
 
     def leftovers(self) -> tuple[list[Path], list[Path]]:
-        """Staging dirs and parked old envs of earlier runs."""
-        name = self.prefix.name
-        return (
-            sorted(self.parent.glob(f".{name}.staging-*")),
-            sorted(self.parent.glob(f".{name}.old-*")),
-        )
+        """Staging dirs and parked old envs of earlier runs of this prefix: matched by exact name
+        and owner PID, never as a pattern (a prefix named `env[1]` or `e*` is a name)."""
+        staging, parked = f".{self.prefix.name}.staging-", f".{self.prefix.name}.old-"
+        found: tuple[list[Path], list[Path]] = ([], [])
+        try:
+            names = sorted(os.listdir(self.parent))
+        except OSError:
+            return found
+        for entry in names:
+            for start, out in ((staging, found[0]), (parked, found[1])):
+                pid = entry[len(start) :]
+                if entry.startswith(start) and pid.isdigit() and pid.isascii() and int(pid) != os.getpid():
+                    out.append(self.parent / entry)
+        return found
 
 
 def check_prefix(prefix: Path) -> None:
