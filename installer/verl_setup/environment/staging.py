@@ -53,7 +53,7 @@ class Layout:
         staging, parked = f".{self.prefix.name}.staging-", f".{self.prefix.name}.old-"
         found: tuple[list[Path], list[Path]] = ([], [])
         try:
-            names = sorted(os.listdir(self.parent))
+            names = sorted(p.name for p in self.parent.iterdir())
         except OSError:
             return found
         for entry in names:
