@@ -176,7 +176,7 @@ def manifest(job: Job, report: Report) -> dict[str, Any]:
         "matrix": {"path": str(plan.matrix.path), "sha256": plan.matrix.sha256},
         "lock": None
         if lock is None
-        else {"path": str(lock.path.absolute()), "body_sha256": lock.fields["body-sha256"]},
+        else {"path": str(lock.path.absolute()), "sha256": lock.fields["sha256"]},
         "index_url": lock.index_url if lock else plan.index_url,
         "python": {
             "version": snap.python,
