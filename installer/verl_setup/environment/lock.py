@@ -141,7 +141,7 @@ def parse(text: str, path: Path) -> Lock:
         raise BadInputError(f"{path}: not a verl-setup lock (make one with `verl-setup lock --out FILE`)")
     fields: dict[str, str] = {}
     index = 1
-    for index, line in enumerate(lines[1:], start=1):  # noqa: B007  # index is used after the loop
+    for index, line in enumerate(lines[1:], start=1):  # index is used after the loop
         m = re.match(r"^# ([a-z0-9-]+): (.*)$", line.rstrip("\n"))
         if m is None or m[1] in fields or m[1] not in (*_KEYS, *_OPTIONAL_KEYS, SEAL):
             break
