@@ -140,17 +140,15 @@ def parse(text: str, path: Path) -> Lock:
             )
         raise BadInputError(f"{path}: not a verl-setup lock (make one with `verl-setup lock --out FILE`)")
     fields: dict[str, str] = {}
-    index = 1
-    for index, line in enumerate(lines[1:], start=1):  # index is used after the loop
+    index = 1  # the first body line, after the seal
+    for line in lines[1:]:
         m = re.match(r"^# ([a-z0-9-]+): (.*)$", line.rstrip("\n"))
         if m is None or m[1] in fields or m[1] not in (*_KEYS, *_OPTIONAL_KEYS, SEAL):
             break
         fields[m[1]] = m[2]
+        index += 1
         if m[1] == SEAL:
-            index += 1
             break
-    else:
-        index = len(lines)
     missing = [k for k in (*_KEYS, SEAL) if k not in fields]
     if missing:
         raise BadInputError(f"{path}: lock header lacks {', '.join(missing)}")
