@@ -84,10 +84,10 @@ def test_a_lock_with_one_altered_hash_is_refused_and_the_old_env_kept(tmp_path: 
         (r"^# python: .*$", "# python: 3.10.13"),
         (r"^# index-url: default$", "# index-url: http://127.0.0.1:1/simple"),
     ):
-        header = tmp_path / "header.lock"
-        header.write_text(re.sub(old, new, text, count=1, flags=re.M))
-        assert header.read_text() != text, old
-        result = install(prefix, "--lock", str(header))
+        edited_header = tmp_path / "header.lock"
+        edited_header.write_text(re.sub(old, new, text, count=1, flags=re.M))
+        assert edited_header.read_text() != text, old
+        result = install(prefix, "--lock", str(edited_header))
         assert result.returncode == 4, (old, result.stderr)
         assert "its header or body no longer matches sha256" in result.stderr.splitlines()[-1]
         assert "staging" not in result.stderr

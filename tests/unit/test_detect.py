@@ -3,8 +3,11 @@ recorded output (tests/fixtures/nvidia), a hung nvidia-smi, and the real GPU-les
 
 from __future__ import annotations
 
+import json
 import os
 import stat
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -198,3 +201,37 @@ def test_sysfs_pci_device_ids_name_the_chip_when_smi_gives_none(tmp_path: Path) 
     fake_smi(tmp_path / "bin", xml=None, csv="smi-query-590.48.01-h100-all-fields.csv")
     facts = detect(root=tmp_path, env=env_with(tmp_path / "bin"))
     assert [g.pci_device_id for g in facts.gpus] == ["2330"]
+
+
+@pytest.mark.subprocess
+def test_an_endless_nvidia_smi_is_cut_and_detect_stays_small(tmp_path: Path) -> None:
+    """nvidia-smi that never stops printing: each probe reads at most its cap while reading, the
+    child is stopped, detect answers with a note, and its peak memory stays under 100 MiB."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    smi = bin_dir / "nvidia-smi"
+    smi.write_text(
+        "#!/bin/sh\nexec yes 'GPU 0: NVIDIA H100 80GB HBM3 (UUID: GPU-00000000-0000-0000-0000-0000000000)'\n"
+    )
+    smi.chmod(0o755)
+    env = {**os.environ, "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}"}
+    # A parent of its own: its RUSAGE_CHILDREN peak is detect's (nvidia-smi's `yes` is tiny).
+    measure = (
+        "import json, resource, subprocess, sys\n"
+        "p = subprocess.run([sys.executable, '-m', 'verl_setup', 'detect', '--json'], capture_output=True)\n"
+        "peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss * 1024\n"
+        "out, err = p.stdout.decode(), p.stderr.decode()\n"
+        "print(json.dumps({'rc': p.returncode, 'out': out, 'err': err, 'peak': peak}))\n"
+    )
+    started = time.monotonic()
+    result = json.loads(
+        subprocess.run(
+            [sys.executable, "-c", measure], env=env, capture_output=True, timeout=120, check=True
+        ).stdout
+    )
+    assert result["rc"] == 0, result["err"]
+    assert time.monotonic() - started < 60
+    notes = json.loads(result["out"])["notes"]
+    assert any(n.endswith("nvidia-smi: output over 4 MiB, cut") for n in notes), notes
+    print(f"detect peak RSS with an endless nvidia-smi: {result['peak'] / 2**20:.1f} MiB")
+    assert result["peak"] < 100 * 2**20
