@@ -143,7 +143,7 @@ def test_no_yaml_call_outside_the_bounded_reader() -> None:
                 and node.value.id == "yaml"
             )
             if imported or called:
-                offenders.append(f"{path.relative_to(package)}:{getattr(node, "lineno", 0)}")
+                offenders.append(f"{path.relative_to(package)}:{getattr(node, 'lineno', 0)}")
     assert offenders == []
 
 
