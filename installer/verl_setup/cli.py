@@ -7,7 +7,7 @@ import importlib
 import os
 import sys
 from collections.abc import Collection, Sequence
-from typing import NoReturn
+from typing import Any, NoReturn
 
 from verl_setup import __version__
 from verl_setup.errors import BadInputError, NoCompatibleRowError, VerlSetupError
@@ -29,10 +29,18 @@ SUBCOMMANDS = {
 
 
 class _Parser(argparse.ArgumentParser):
-    """argparse with a usage error as one line (the value escaped), like every other bad input."""
+    """argparse with a usage error as one line (the value escaped), like every other bad input,
+    and every option's value through one check before its type converts it."""
 
     def error(self, message: str) -> NoReturn:
         self.exit(2, f"{self.prog}: error: {one_line(message)} (see --help)\n")
+
+    def _get_values(self, action: argparse.Action, arg_strings: list[str]) -> Any:
+        # Python 3.10-3.12 drop a `--` given as `--opt=--`, and an option that takes one value
+        # then gets [] without its type or choices ever seeing it (a TypeError later).
+        if action.option_strings and action.nargs is None and arg_strings in ([], ["--"]):
+            self.error(f"argument {'/'.join(action.option_strings)}: expected one value, got '--'")
+        return super()._get_values(action, arg_strings)
 
 
 def build_parser(only: Collection[str] | None = None) -> argparse.ArgumentParser:
