@@ -10,7 +10,7 @@ from collections.abc import Collection, Sequence
 from typing import Any, NoReturn
 
 from verl_setup import __version__
-from verl_setup.errors import BadInputError, NoCompatibleRowError, VerlSetupError
+from verl_setup.errors import BadInputError, NoCompatibleRowError, Stopped, VerlSetupError
 from verl_setup.util.bounded import one_line
 
 # name -> (module in commands/, one-line help), in --help order. The help is written here so that
@@ -89,6 +89,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         text = one_line(str(exc), limit=4000) if isinstance(exc, BAD_INPUT) else str(exc)
         sys.stderr.write(f"verl-setup: error: {text}\n")
         return exc.exit_code
+    except Stopped as exc:
+        import signal  # noqa: PLC0415  # only a stopped run needs the signal's name
+
+        sys.stderr.write(f"verl-setup: {exc or 'stopped by ' + signal.Signals(exc.signum).name}\n")
+        return 128 + exc.signum
     except KeyboardInterrupt:
         sys.stderr.write("verl-setup: interrupted\n")
         return 130

@@ -64,6 +64,20 @@ class Layout:
         return found
 
 
+def resolve_prefix(prefix: Path) -> Path:
+    """The folder an install writes (a symlink's target); a symlink loop on the way is bad input."""
+    for path in (*reversed(prefix.parents), prefix):
+        try:
+            path.stat()
+        except OSError as exc:
+            if exc.errno == errno.ELOOP:
+                raise BadInputError(
+                    f"--prefix {prefix}: {path} is a symlink loop ({exc.strerror}); "
+                    "point --prefix at a real folder"
+                ) from exc
+    return prefix.resolve() if prefix.is_symlink() else prefix
+
+
 def check_prefix(prefix: Path) -> None:
     """Refuse a prefix we would harm: anything but a virtual environment or an empty dir."""
     if prefix.is_symlink() or not prefix.exists():
@@ -122,7 +136,14 @@ def clean_leftovers(layout: Layout, say: Callable[[str], None]) -> None:
     staging, parked = layout.leftovers()
     for path in staging:
         say(f"removing {path.name}, left by an interrupted install")
-        remove_tree(path)
+        try:
+            remove_tree(path)
+        except OSError as exc:
+            raise InstallError(
+                f"cannot remove {path}, left by an interrupted install: {exc.strerror or exc}"
+                f"{f' ({exc.filename})' if exc.filename and str(exc.filename) != str(path) else ''}; "
+                f"remove it by hand, then run again ({layout.prefix} is untouched)"
+            ) from exc
     for path in parked:
         if not layout.prefix.exists() and not layout.prefix.is_symlink():
             say(f"restoring {layout.prefix.name} from {path.name}, parked by an interrupted swap")

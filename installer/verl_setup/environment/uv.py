@@ -123,6 +123,18 @@ def uv_version(uv: str) -> str:
     return parts[1]
 
 
+def cache_dir(uv: str, env: Mapping[str, str]) -> Path | None:
+    """Where uv keeps its cache for this environment (`uv cache dir`), or None if it cannot say."""
+    from verl_setup.util.runner import ProgramError, run  # noqa: PLC0415
+
+    try:
+        out = run([uv, "cache", "dir"], timeout=30, env=env)
+    except ProgramError:
+        return None
+    text = out.stdout.strip()
+    return Path(text) if out.returncode == 0 and text else None
+
+
 def uv_env(*, python_downloads: bool = False, base: Mapping[str, str] | None = None) -> dict[str, str]:
     """The environment for uv: no Python downloads behind the user's back unless they allow them."""
     env = dict(os.environ if base is None else base)
