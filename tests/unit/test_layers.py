@@ -170,3 +170,13 @@ def test_doctor_reads_a_runtime_env_and_a_verl_config_through_the_bounded_reader
     assert find_working_dir(launch, tmp_path) is None
     assert load_config(tmp_path, "ppo_trainer", "0.9.1") is None
     assert time.monotonic() - started < 5
+
+
+def test_no_module_is_over_400_lines() -> None:
+    """A module that long holds more than one idea: split it along a seam it has."""
+    long = {
+        str(p.relative_to(PACKAGE)): n
+        for p in PACKAGE.rglob("*.py")
+        if (n := len(p.read_text().splitlines())) > 400
+    }
+    assert long == {}

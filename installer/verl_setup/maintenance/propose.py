@@ -132,10 +132,10 @@ class Proposer:
         return self._configs[version]
 
     def _newest_verl(self) -> ReleaseMeta | None:
-        stable = [
+        released = [
             v for v, r in self.index.releases("verl").items() if stable(v) is not None and r.yanked is None
         ]
-        return read_release(self.index, "verl", str(max(Version(v) for v in stable))) if stable else None
+        return read_release(self.index, "verl", str(max(Version(v) for v in released))) if released else None
 
     def _candidate(  # noqa: PLR0911  # one return per reason a pairing cannot be a row
         self, verl: ReleaseMeta, extra: str | None, engine: EngineName, version: str
