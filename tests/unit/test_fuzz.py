@@ -364,7 +364,7 @@ def hostile_rows(draw: st.DrawFn) -> str:
         payload = "".join(draw(st.lists(HOSTILE, min_size=1, max_size=3)))
         if isinstance(container, dict) and draw(st.booleans()) and key in container:
             container[str(key) + payload] = container.pop(key)
-        elif (isinstance(container, dict) and isinstance(container.get(key), str)) or (isinstance(container, list) and isinstance(container[key], str)):
+        elif isinstance(container[key] if isinstance(container, list) else container.get(key), str):
             container[key] += payload
     return json.dumps(data, indent=1)
 
