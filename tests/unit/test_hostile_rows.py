@@ -17,7 +17,7 @@ from typing import Any, Literal
 
 import pytest
 
-from tests.conftest import host
+from tests.conftest import host, run_cli
 from verl_setup.errors import BadInputError
 from verl_setup.matrix.load import check, load_matrix
 from verl_setup.matrix.schema import CudaFile, RowsFile
@@ -153,6 +153,9 @@ def test_matrix_validate_refuses_every_hostile_name_with_file_line_and_key(tmp_p
     for leaf in shaped:
         file = "cuda.yaml" if leaf.container is not None and _in(cuda, leaf.container) else "verl.yaml"
         assert any(p.startswith(f"{tmp_path / file}:{leaf.line}:") for p in refused), (leaf.where, leaf.line)
+    validate = run_cli("matrix", "validate", str(path))
+    assert validate.code == 2
+    assert validate.out.count("no shell or control characters") == sum("no shell" in p for p in problems) > 0
     assert not mark.exists()
 
 
