@@ -25,8 +25,9 @@ from verl_setup.plan.recipe import Choice
 from verl_setup.plan.select import select
 from verl_setup.plan.target import Request, build_target
 from verl_setup.render.templates import TARGETS, RenderOptions, render
+from verl_setup.util.databuild import LinedDict
 from verl_setup.util.paths import data_dir
-from verl_setup.util.yamlread import LinedDict, read_yaml
+from verl_setup.util.yamlread import read_yaml
 
 # Fields that refer to another entry by its name (a source, an index) or match GPU names: a hostile
 # value there is refused as unknown or matches nothing, before any rendering.

@@ -15,7 +15,6 @@ from typing import Any
 from verl_setup.errors import BadInputError
 from verl_setup.matrix.schema import Row
 from verl_setup.util.vocab import PROOF_LEVELS, ProofLevel
-from verl_setup.util.yamlread import YamlError, dump_yaml, read_yaml
 
 Level = ProofLevel
 LEVELS = PROOF_LEVELS
@@ -81,6 +80,9 @@ class ProofBook:
 
 def load_proof(rows_path: Path) -> ProofBook:
     """proof.yaml beside a rows file; a missing file is an empty book, a broken one exit 2."""
+    # A cached record needs no YAML parser: imported only here.
+    from verl_setup.util.yamlread import YamlError, read_yaml  # noqa: PLC0415
+
     path = rows_path.parent / PROOF_FILE
     if not path.exists() and not path.is_symlink():
         return ProofBook(path=path, rows={})
@@ -138,6 +140,8 @@ def record(
     }
     header = "# Written by `verl-setup matrix prove` (make prove); do not edit by hand.\n"
     tmp = book.path.with_name(f".{book.path.name}.{os.getpid()}.tmp")
+    from verl_setup.util.yamlread import dump_yaml  # noqa: PLC0415
+
     tmp.write_text(header + dump_yaml(data, width=100), encoding="utf-8")
     tmp.replace(book.path)
     return ProofBook(path=book.path, rows=rows)
