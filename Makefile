@@ -23,7 +23,9 @@ test: $(STAMP)
 	$(BIN)/python -m pytest -m serial
 
 # Hypothesis over every parser and CLI boundary (tests/unit/test_fuzz.py): FUZZ_EXAMPLES random
-# inputs per target (7 targets), each a crash, a hang (> 5 s) or a multi-line error if it fails.
+# inputs per target (9 targets: parsers, files, plan and render flags as --opt VALUE and
+# --opt=VALUE, hostile rows files rendered to every target), each a crash, a hang (> 5 s) or a
+# multi-line error if it fails.
 # `make test` runs the same file as a small fixed-seed slice.
 FUZZ_EXAMPLES ?= 2000
 fuzz: $(STAMP)

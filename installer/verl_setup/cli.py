@@ -7,7 +7,7 @@ import os
 import sys
 
 from verl_setup import __version__
-from verl_setup.errors import BadInputError, NoCompatibleRowError, VerlSetupError
+from verl_setup.errors import BadInputError, NoCompatibleRowError, Stopped, VerlSetupError
 
 # typing.TYPE_CHECKING without importing typing; argparse (with re) is imported only to parse a
 # command: the top-level --help and --version are answered without it, at about bare Python's cost.
@@ -66,8 +66,9 @@ def build_parser(only: Collection[str] | None = None) -> argparse.ArgumentParser
 
     class Parser(argparse.ArgumentParser):
         """argparse with a usage error as one line (the value escaped), like every other bad
-        input, and no abbreviations (pip's and uv's --pre means pre-releases; here it meant
-        --prefix). Every subparser is one of these."""
+        input, every option's value through one check before its type converts it, and no
+        abbreviations (pip's and uv's --pre means pre-releases; here it meant --prefix). Every
+        subparser is one of these."""
 
         def __init__(self, *args: Any, **kwargs: Any) -> None:
             kwargs.setdefault("allow_abbrev", False)
@@ -78,6 +79,13 @@ def build_parser(only: Collection[str] | None = None) -> argparse.ArgumentParser
             text = f"{one_line(message)} (see --help)"
             sys.stderr.write(f"{self.prog}: error: {text}\n")
             raise UsageError(text)
+
+        def _get_values(self, action: argparse.Action, arg_strings: list[str]) -> Any:
+            # Python 3.10-3.12 drop a `--` given as `--opt=--`, and an option that takes one value
+            # then gets [] without its type or choices ever seeing it (a TypeError later).
+            if action.option_strings and action.nargs is None and arg_strings in ([], ["--"]):
+                self.error(f"argument {'/'.join(action.option_strings)}: expected one value, got '--'")
+            return super()._get_values(action, arg_strings)
 
     class Formatter(argparse.HelpFormatter):
         """Prose wrapped as argparse does, the epilog (lines of its own) kept as written."""
@@ -266,6 +274,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     except UsageError as exc:
         _json_failure(command, BadInputError(exc.message))
         raise
+    except Stopped as exc:
+        import signal  # noqa: PLC0415  # only a stopped run needs the signal's name
+
+        _end_status_lines()
+        sys.stderr.write(f"verl-setup: {exc or 'stopped by ' + signal.Signals(exc.signum).name}\n")
+        return 128 + exc.signum
     except KeyboardInterrupt:
         _end_status_lines()
         sys.stderr.write("verl-setup: interrupted\n")

@@ -40,3 +40,11 @@ class CheckFailedError(VerlSetupError):
     """A doctor or verify check failed."""
 
     exit_code = 5
+
+
+class Stopped(BaseException):  # a signal, not an error: like KeyboardInterrupt
+    """A signal (Ctrl-C, SIGTERM) stopped the run: one line saying what was kept, exit 128 + it."""
+
+    def __init__(self, signum: int, message: str = "") -> None:
+        super().__init__(message)
+        self.signum = signum

@@ -55,7 +55,7 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, lis
     matrix = root / "matrix" / "verl.yaml"
     matrix.parent.mkdir()
     base = f"http://127.0.0.1:{server.server_address[1]}"
-    matrix.write_text((TINY / "verl.yaml").read_text().replace("@BASE@", base))
+    matrix.write_text((TINY / "verl.yaml").read_text().replace("http://@BASE@", base))
     try:
         yield matrix, REQUESTS
     finally:
@@ -219,7 +219,7 @@ def test_a_lock_made_for_a_build_needs_the_build_flag_and_then_builds_after_the_
     )  # fmt: skip
     assert made.returncode == 0, made.stderr
     assert "# flash-attn: build 0.0.1+tiny" in lock.read_text()
-    assert "flash-attn" not in lock.read_text().split("# body-sha256")[1]
+    assert "flash-attn" not in lock.read_text().split("# sha256: ")[1]
     prefix = tmp_path / "env"
     refused = install(matrix, prefix, *BUILD_HOST, "--lock", str(lock))
     assert refused.returncode == 4

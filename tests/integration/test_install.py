@@ -308,7 +308,12 @@ def test_an_interrupted_install_leaves_a_working_env_and_nothing_half_built(
         assert installed_row(prefix) == "tiny-new"
     else:
         assert code in (130, 128 + signal.SIGTERM), stderr
-        assert stderr.rstrip().endswith("verl-setup: interrupted") or code == 128 + signal.SIGTERM
+        how = "interrupted by SIGINT" if sig == signal.SIGINT else "stopped by SIGTERM"
+        last = stderr.rstrip().splitlines()[-1]
+        assert last in (
+            f"verl-setup: {how}: {prefix} is untouched (the half-built environment was removed)",
+            f"verl-setup: {how} after the new environment was moved into {prefix}",
+        ), stderr
     assert leftovers(prefix) == []
 
 
@@ -364,6 +369,48 @@ def test_a_full_disk_is_a_clear_error_and_the_old_env_survives(old_env: Path, tm
         (disk / "filler").unlink()
         assert installed_row(prefix) == "tiny-old"
         assert leftovers(prefix) == []
+
+
+def test_a_full_uv_cache_names_the_cache_not_the_prefix(old_env: Path, tmp_path: Path) -> None:
+    prefix = copy_env(old_env, tmp_path / "project" / "env")
+    with tmpfs(tmp_path / "cache", "8m") as cache:
+        stat = os.statvfs(cache)
+        (cache / "filler").write_bytes(b"\0" * max(0, stat.f_bavail * stat.f_frsize - 16 * 1024))
+        result = install(prefix, env=tiny_env(UV_CACHE_DIR=str(cache / "uv")))
+        assert result.returncode == 4, result.stderr
+        assert result.stderr.splitlines()[-1] == (
+            f"verl-setup: error: no space left on the filesystem of the uv cache {cache / 'uv'}: free some "
+            f"(`uv cache prune`) or point UV_CACHE_DIR at a bigger disk; {prefix} is untouched"
+        )
+    assert installed_row(prefix) == "tiny-old"
+    assert leftovers(prefix) == []
+
+
+def test_a_symlink_loop_prefix_is_one_line_with_the_path(tmp_path: Path) -> None:
+    (tmp_path / "self").symlink_to("self")
+    (tmp_path / "a").symlink_to("b")
+    (tmp_path / "b").symlink_to("a")
+    for prefix, culprit in ((tmp_path / "self", tmp_path / "self"), (tmp_path / "a" / "env", tmp_path / "a")):
+        result = install(prefix)
+        assert result.returncode == 2, result.stderr
+        assert result.stderr.splitlines()[-1] == (
+            f"verl-setup: error: --prefix {prefix}: {culprit} is a symlink loop (Too many levels of symbolic "
+            "links); point --prefix at a real folder"
+        )
+
+
+def test_a_stale_staging_dir_that_cannot_be_removed_is_one_line_exit_4(old_env: Path, tmp_path: Path) -> None:
+    prefix = copy_env(old_env, tmp_path / "env")
+    stale = Layout(prefix=prefix).staging(2**22 + 17)  # a dead run's, with a mount on it (EBUSY)
+    with tmpfs(stale, "1m"):
+        (stale / "half-built").write_text("x")
+        result = install(prefix)
+        assert result.returncode == 4, result.stderr
+        assert result.stderr.splitlines()[-1] == (
+            f"verl-setup: error: cannot remove {stale}, left by an interrupted install: Device or resource "
+            f"busy; remove it by hand, then run again ({prefix} is untouched)"
+        )
+    assert installed_row(prefix) == "tiny-old"
 
 
 def test_an_unwritable_parent_is_a_clear_error_and_the_old_env_survives(

@@ -75,15 +75,30 @@ def test_a_lock_with_one_altered_hash_is_refused_and_the_old_env_kept(tmp_path: 
     result = install(prefix, "--lock", str(edited))
     assert result.returncode == 4
     assert result.stderr.splitlines()[-1] == (
-        f"verl-setup: error: {edited} was changed after `verl-setup lock` wrote it (its body no longer "
-        "matches body-sha256); regenerate it rather than editing it"
+        f"verl-setup: error: {edited} was changed after `verl-setup lock` wrote it (its header or body no "
+        "longer matches sha256); regenerate it rather than editing it"
     )
+    # A header line changes what is installed and recorded: the row, the Python, the index.
+    for old, new in (
+        (r"^# row: tiny-old$", "# row: tiny-new"),
+        (r"^# python: .*$", "# python: 3.10.13"),
+        (r"^# index-url: default$", "# index-url: http://127.0.0.1:1/simple"),
+    ):
+        edited_header = tmp_path / "header.lock"
+        edited_header.write_text(re.sub(old, new, text, count=1, flags=re.M))
+        assert edited_header.read_text() != text, old
+        result = install(prefix, "--lock", str(edited_header))
+        assert result.returncode == 4, (old, result.stderr)
+        assert "its header or body no longer matches sha256" in result.stderr.splitlines()[-1]
+        assert "staging" not in result.stderr
+        assert installed_row(prefix) == "tiny-new"
+        assert leftovers(prefix) == []
 
-    # Someone who also fixes up body-sha256 meets uv's own hash check.
+    # Someone who also fixes up the seal meets uv's own hash check.
     forged = tmp_path / "forged.lock"
-    header, body = tamper(text, "torch").split("# body-sha256: ")
+    header, body = tamper(text, "torch").split("# sha256: ")
     body = body.split("\n", 1)[1]
-    forged.write_text(f"{header}# body-sha256: {hashlib.sha256(body.encode()).hexdigest()}\n{body}")
+    forged.write_text(f"{header}# sha256: {hashlib.sha256((header + body).encode()).hexdigest()}\n{body}")
     result = install(prefix, "--lock", str(forged))
     assert result.returncode == 4
     last = result.stderr.splitlines()[-1]

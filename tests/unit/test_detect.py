@@ -3,14 +3,17 @@ recorded output (tests/fixtures/nvidia), a hung nvidia-smi, and the real GPU-les
 
 from __future__ import annotations
 
+import json
 import os
 import stat
+import subprocess
+import sys
 import time
 from pathlib import Path
 
 import pytest
 
-from tests.conftest import NVIDIA, run_cli
+from tests.conftest import NVIDIA, json_data, run_cli
 from verl_setup.host import nvidia, system
 from verl_setup.host.detect import detect
 from verl_setup.host.facts import load_host_file
@@ -244,3 +247,37 @@ def test_uv_managed_pythons_are_looked_for_where_uv_keeps_them(tmp_path: Path) -
     env = {"PATH": "/nonexistent", "HOME": str(tmp_path / "home"), "XDG_DATA_HOME": str(tmp_path / "xdg")}
     facts = detect(root=tmp_path, env=env)
     assert [p.source for p in facts.pythons] == ["uv-managed"]
+
+
+@pytest.mark.subprocess
+def test_an_endless_nvidia_smi_is_cut_and_detect_stays_small(tmp_path: Path) -> None:
+    """nvidia-smi that never stops printing: each probe reads at most its cap while reading, the
+    child is stopped, detect answers with a note, and its peak memory stays under 100 MiB."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    smi = bin_dir / "nvidia-smi"
+    smi.write_text(
+        "#!/bin/sh\nexec yes 'GPU 0: NVIDIA H100 80GB HBM3 (UUID: GPU-00000000-0000-0000-0000-0000000000)'\n"
+    )
+    smi.chmod(0o755)
+    env = {**os.environ, "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}"}
+    # A parent of its own: its RUSAGE_CHILDREN peak is detect's (nvidia-smi's `yes` is tiny).
+    measure = (
+        "import json, resource, subprocess, sys\n"
+        "p = subprocess.run([sys.executable, '-m', 'verl_setup', 'detect', '--json'], capture_output=True)\n"
+        "peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss * 1024\n"
+        "out, err = p.stdout.decode(), p.stderr.decode()\n"
+        "print(json.dumps({'rc': p.returncode, 'out': out, 'err': err, 'peak': peak}))\n"
+    )
+    started = time.monotonic()
+    result = json.loads(
+        subprocess.run(
+            [sys.executable, "-c", measure], env=env, capture_output=True, timeout=120, check=True
+        ).stdout
+    )
+    assert result["rc"] == 0, result["err"]
+    assert time.monotonic() - started < 60
+    notes = json_data(result["out"])["notes"]
+    assert any(n.endswith("nvidia-smi: output over 4 MiB, cut") for n in notes), notes
+    print(f"detect peak RSS with an endless nvidia-smi: {result['peak'] / 2**20:.1f} MiB")
+    assert result["peak"] < 100 * 2**20

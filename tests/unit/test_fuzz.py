@@ -18,9 +18,10 @@ import sys
 from collections.abc import Iterator
 from pathlib import Path
 from types import FrameType
+from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
 from tests.conftest import FIXTURES, NVIDIA, run_cli
@@ -273,20 +274,32 @@ ENV = [
     "VERL_SETUP_POLICY",
 ]
 VALUE = TEXT.filter(lambda v: "\x00" not in v and not v.startswith("-"))
-
-
-@given(
-    st.lists(st.tuples(st.sampled_from(FLAGS), VALUE), max_size=4),
-    st.dictionaries(st.sampled_from(ENV), VALUE, max_size=3),
+# `--opt=VALUE` carries any value, a leading dash included; Python 3.10-3.12 turn `--opt=--` into [].
+EQUALS_VALUE = st.one_of(TEXT, st.sampled_from(["--", "-", "-x", "--help", "=", "--driver"])).filter(
+    lambda v: "\x00" not in v
 )
+
+
+@st.composite
+def flag_words(draw: st.DrawFn, names: list[str]) -> list[str]:
+    """Flags as a user types them: `--opt VALUE` (two words) or `--opt=VALUE` (one)."""
+    words: list[str] = []
+    for _ in range(draw(st.integers(0, 4))):
+        name = draw(st.sampled_from(names))
+        if draw(st.booleans()):
+            words.append(f"{name}={draw(EQUALS_VALUE)}")
+        else:
+            words += [name, draw(VALUE)]
+    return words
+
+
+@given(flag_words(FLAGS), st.dictionaries(st.sampled_from(ENV), VALUE, max_size=3))
 @settings(suppress_health_check=[HealthCheck.function_scoped_fixture])
-def test_fuzz_plan_flags_and_environment(
-    tmp_path: Path, flags: list[tuple[str, str]], env: dict[str, str]
-) -> None:
+def test_fuzz_plan_flags_and_environment(tmp_path: Path, flags: list[str], env: dict[str, str]) -> None:
     # A host file stands in for detection (an empty --driver means "not given"): no subprocess.
     host = tmp_path / "node.json"
     host.write_text(HOST_JSON, encoding="utf-8")
-    argv = ["plan", "--driver", "570.124.06", "--sm", "9.0"] + [part for pair in flags for part in pair]
+    argv = ["plan", "--driver", "570.124.06", "--sm", "9.0", *flags]
     with pytest.MonkeyPatch.context() as patch, watchdog("plan flags and VERL_SETUP_* variables"):
         patch.setenv("VERL_SETUP_HOST", str(host))
         for name, value in env.items():
@@ -295,3 +308,98 @@ def test_fuzz_plan_flags_and_environment(
     assert result.code in (0, 2, 3), result.err  # 1 would be a crash
     assert "Traceback" not in result.err
     assert len(result.err.splitlines()) == (0 if result.code == 0 else 1), result.err
+
+
+# -- render: every value option, and hostile rows files -------------------------------------
+
+RENDER_FLAGS = [
+    "--base-image", "--hf-home", "--iface", "--image", "--job", "--nodes", "--head-ip", "--ray-port",
+    "--dashboard-port", "--venv", "--namespace", "--gpus-per-node", "--build", "--without",
+]  # fmt: skip
+
+
+@given(flag_words(RENDER_FLAGS), st.sampled_from(["venv", "docker", "env", "ray", "slurm", "kuberay"]))
+@settings(suppress_health_check=[HealthCheck.function_scoped_fixture])
+def test_fuzz_render_flags(tmp_path: Path, flags: list[str], target: str) -> None:
+    host = tmp_path / "node.json"
+    host.write_text(HOST_JSON, encoding="utf-8")
+    argv = ["render", target, "--dry-run", "--out", str(tmp_path / "out"), "--host", str(host), *flags]
+    with watchdog("render flags (--opt VALUE and --opt=VALUE)"):
+        result = run_cli(*argv)
+    assert result.code in (0, 2, 3, 4), result.err  # 4: a package built against torch needs a choice
+    assert len(result.err.splitlines()) == (0 if result.code == 0 else 1), result.err
+
+
+HOSTILE = st.sampled_from(
+    ["$(touch X)", "`touch X`", "\n", "'", '"', "\\", ";", " ", "\r", "${X}", "{{ x }}", "%"]
+)
+ROWS_DATA = read_yaml(Path(__file__).resolve().parents[2] / "installer/verl_setup/../../matrices/verl.yaml")[
+    0
+]
+
+
+def _strings(data: object, out: list[tuple[Any, Any]]) -> list[tuple[Any, Any]]:
+    """(container, key) of every string value and every mapping key, in document order."""
+    if isinstance(data, dict):
+        for key, value in data.items():
+            out.append((data, key))
+            _strings(value, out)
+    elif isinstance(data, list):
+        for index, value in enumerate(data):
+            if isinstance(value, str):
+                out.append((data, index))
+            _strings(value, out)
+    return out
+
+
+@st.composite
+def hostile_rows(draw: st.DrawFn) -> str:
+    """The bundled rows file cut to the CPU row, with shell and YAML syntax spliced into a few of
+    its strings (values or keys)."""
+    data = json.loads(json.dumps(ROWS_DATA))
+    data["rows"] = [r for r in data["rows"] if r["id"] == "cpu"]
+    places = _strings(data, [])
+    # Prose (evidence, reasons, notes: values with a space) is what the loader lets through to the
+    # templates; half the files get their splices there only, so that many load and are rendered.
+    prose = [(c, k) for c, k in places if isinstance(c, dict) and " " in str(c.get(k, ""))]
+    targets = prose if draw(st.booleans()) else places
+    for _ in range(draw(st.integers(1, 6))):
+        container, key = draw(st.sampled_from(targets))
+        payload = "".join(draw(st.lists(HOSTILE, min_size=1, max_size=3)))
+        if targets is places and isinstance(container, dict) and draw(st.booleans()) and key in container:
+            container[str(key) + payload] = container.pop(key)
+        elif isinstance(container[key] if isinstance(container, list) else container.get(key), str):
+            container[key] += payload
+    return json.dumps(data, indent=1)
+
+
+@given(hostile_rows())
+@settings(suppress_health_check=[HealthCheck.function_scoped_fixture])
+def test_fuzz_hostile_rows_file(tmp_path: Path, text: str) -> None:
+    from verl_setup.plan.select import select  # noqa: PLC0415
+    from verl_setup.plan.target import Request, build_target  # noqa: PLC0415
+    from verl_setup.render.templates import TARGETS, RenderOptions, render  # noqa: PLC0415
+
+    path = tmp_path / "verl.yaml"
+    path.write_text(text, encoding="utf-8")
+    machine = host_facts()
+    with watchdog("hostile rows file (matrix validate, render every target)"):
+        problems, matrix = check(path)
+        for problem in problems:
+            one_line(problem)
+        event("refused by the loader" if matrix is None else "loaded, then rendered")
+        if matrix is None:
+            return
+        try:
+            target = build_target(
+                Request(no_gpu=True),
+                env={},
+                rules=matrix.cuda,
+                detect=lambda: machine,
+                load_host=lambda _p: machine,
+            )
+            files = render(select(target, matrix), RenderOptions(targets=tuple(TARGETS), job="python3 -m x"))
+        except BadInputError as exc:
+            one_line(str(exc))
+            return
+    assert {f.name for f in files} >= {"setup-venv.sh", "Dockerfile"}

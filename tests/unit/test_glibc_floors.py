@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
-from tests.conftest import run_cli
+from tests.conftest import json_data, run_cli
 from verl_setup.environment.uv import explain_failure
 from verl_setup.maintenance.floors import compute_floor
 from verl_setup.maintenance.index import DistFile, Release
@@ -104,7 +103,7 @@ def test_plan_on_glibc_2_28_refuses_the_vllm_0_24_row_naming_llguidance() -> Non
     result = run_cli(
         "plan", "--json", "--glibc", "2.28", "--arch", "x86_64", "--driver", "580.95.05", "--gpu", "H100"
     )
-    rejected = {r["id"]: r["reasons"] for r in json.loads(result.out)["rejected"]}
+    rejected = {r["id"]: r["reasons"] for r in json_data(result.out)["rejected"]}
     reasons = rejected["verl0.9-vllm0.24.0"]
     assert any(r.startswith("glibc >= 2.31 needed, host has 2.28") and "llguidance" in r for r in reasons)
 

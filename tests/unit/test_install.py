@@ -10,6 +10,7 @@ import sys
 import threading
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -289,3 +290,24 @@ def test_ctrl_c_while_a_tied_child_is_being_started_still_kills_that_child() -> 
         [sys.executable, "-c", CTRL_C_DURING_POPEN], check=False, capture_output=True, text=True, timeout=60
     )
     assert out.stdout.strip() == "interrupted killed", out.stdout + out.stderr
+
+
+@pytest.mark.subprocess
+def test_uv_killed_by_a_signal_is_named_as_such(tmp_path: Path) -> None:
+    """uv's last words would name a staging dir already gone: say it was killed, by what."""
+    from types import SimpleNamespace  # noqa: PLC0415
+
+    from verl_setup.environment.install import _run_uv  # noqa: PLC0415
+    from verl_setup.environment.install_job import Command  # noqa: PLC0415
+
+    prefix = tmp_path / "env"
+    job: Any = SimpleNamespace(uv_env=dict(os.environ), layout=Layout(prefix=prefix), uv="uv")
+    dying = Command(
+        what="torch", argv=["sh", "-c", "echo 'Using Python 3.12 at .env.staging-1' >&2; kill -9 $$"]
+    )
+    with pytest.raises(InstallError) as caught:
+        _run_uv(dying, job=job, tty=False, timeout=30)
+    assert str(caught.value) == (
+        "uv (torch) was killed by SIGKILL (signal 9), not stopped by an error of its own (the kernel's "
+        f"OOM killer, or another process?); {prefix} is untouched"
+    )

@@ -6,7 +6,11 @@ Only imports that run count (an `if TYPE_CHECKING:` block names types, it loads 
 from __future__ import annotations
 
 import ast
+import os
+import time
 from pathlib import Path
+
+import pytest
 
 PACKAGE = Path(__file__).resolve().parents[2] / "installer" / "verl_setup"
 
@@ -119,6 +123,54 @@ def test_no_module_beside_a_child_script_shadows_what_the_child_imports() -> Non
     for child in PACKAGE.rglob("*_child.py"):
         assert not (child.parent / "ray.py").exists(), child
         assert not (child.parent / "pynvml.py").exists(), child
+
+
+def test_no_yaml_call_outside_the_bounded_reader() -> None:
+    """util/yamlread is the package's one door to YAML: it caps the size, refuses FIFOs and
+    aliases (an alias bomb) and reports lines; any other `yaml.` call would bypass that."""
+    package = PACKAGE
+    offenders = []
+    for path in sorted(package.rglob("*.py")):
+        if path == package / "util" / "yamlread.py":
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            imported = isinstance(node, ast.Import) and any(
+                a.name.split(".")[0] == "yaml" for a in node.names
+            )
+            imported |= isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] == "yaml"
+            called = (
+                isinstance(node, ast.Attribute)
+                and isinstance(node.value, ast.Name)
+                and node.value.id == "yaml"
+            )
+            if imported or called:
+                offenders.append(f"{path.relative_to(package)}:{getattr(node, 'lineno', 0)}")
+    assert offenders == []
+
+
+@pytest.mark.parametrize("kind", ["fifo", "alias-bomb"])
+def test_doctor_reads_a_runtime_env_and_a_verl_config_through_the_bounded_reader(
+    tmp_path: Path, kind: str
+) -> None:
+    from verl_setup.doctor.probes.launch_command import parse_launch  # noqa: PLC0415
+    from verl_setup.doctor.probes.verl_config import load_config  # noqa: PLC0415
+    from verl_setup.doctor.probes.working_dir import find_working_dir  # noqa: PLC0415
+
+    for name in ("env.yaml", "ppo_trainer.yaml"):
+        if kind == "fifo":
+            os.mkfifo(tmp_path / name)  # a plain open() of it blocks until a writer comes: forever
+        else:
+            bomb = ["a: &a [x, x, x, x, x, x, x, x, x]"]
+            bomb += [
+                f"{chr(98 + i)}: &{chr(98 + i)} [*{chr(97 + i)}" + f", *{chr(97 + i)}" * 8 + "]"
+                for i in range(9)
+            ]
+            (tmp_path / name).write_text("\n".join(bomb) + "\n")
+    launch = parse_launch(["ray", "job", "submit", "--runtime-env", "env.yaml", "--", "python3", "-m", "x"])
+    started = time.monotonic()
+    assert find_working_dir(launch, tmp_path) is None
+    assert load_config(tmp_path, "ppo_trainer", "0.9.1") is None
+    assert time.monotonic() - started < 5
 
 
 def test_no_module_is_over_400_lines() -> None:

@@ -108,3 +108,27 @@ def test_a_lock_without_the_optional_header_reads_as_before() -> None:
     assert "torch-extensions" not in render(FIELDS, BODY)
     assert lock.extension_modes() == {"flash-attn": "none"}
     assert lock.requests({}) == {"flash-attn": "without"}
+
+
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        ("# row: cpu\n", "# row: verl0.9-vllm0.24.0\n"),
+        ("# index-url: default\n", "# index-url: http://127.0.0.1:1/simple\n"),
+        ("# python: 3.12.3\n", "# python: 3.10.13\n"),
+        ("# uv: 0.13.9\n", "# uv: 0.13.9\n# torch-extensions: apex=build 0.1\n"),
+        ("# flash-attn: none\n", "# flash-attn: build 2.8.3\n"),
+    ],
+    ids=["row", "index-url", "python", "added-line", "flash-attn"],
+)
+def test_every_header_line_is_sealed(old: str, new: str) -> None:
+    text = render(FIELDS, BODY)
+    assert old in text
+    with pytest.raises(InstallError, match="its header or body no longer matches sha256"):
+        parse(text.replace(old, new, 1), Path("verl.lock"))
+
+
+def test_a_format_2_lock_is_refused_as_unsealed() -> None:
+    text = render(FIELDS, BODY).replace("format 3", "format 2", 1)
+    with pytest.raises(BadInputError, match="format 2 lock, whose seal leaves its header open"):
+        parse(text, Path("verl.lock"))

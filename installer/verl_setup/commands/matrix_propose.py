@@ -8,8 +8,6 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TextIO
 
-import yaml
-
 from verl_setup.environment.uv import uv_env
 from verl_setup.errors import BadInputError
 from verl_setup.maintenance.candidate_row import row_data
@@ -20,6 +18,7 @@ from verl_setup.maintenance.releases import default_since
 from verl_setup.matrix.load import Matrix
 from verl_setup.output import Progress, envelope
 from verl_setup.util.uvbin import find_uv
+from verl_setup.util.yamlread import dump_yaml
 
 _DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
 
@@ -44,12 +43,7 @@ def rows_text(candidates: Sequence[Candidate], refused: Sequence[Refusal], *, si
         where = "; ".join(f"{k}: {v}" for k, v in c.resolved.items())
         lines.append(f"# {c.row.id} resolved: {where}")
     lines += [f"# refused {r.release}: {r.reason}" for r in refused] or ["# refused: none"]
-    body = yaml.safe_dump(
-        {"schema": 1, "rows": [row_data(c.row) for c in candidates]},
-        sort_keys=False,
-        width=120,
-        allow_unicode=True,
-    )
+    body = dump_yaml({"schema": 1, "rows": [row_data(c.row) for c in candidates]}, width=120)
     return "\n".join(lines) + "\n" + body
 
 

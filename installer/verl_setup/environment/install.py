@@ -11,6 +11,7 @@ import contextlib
 import dataclasses
 import errno
 import json
+import os
 import signal
 import sys
 import time
@@ -48,10 +49,11 @@ from verl_setup.environment.verify import (
     last_line,
     verify_env,
 )
-from verl_setup.errors import InstallError
+from verl_setup.errors import InstallError, Stopped
 from verl_setup.output import Progress
 from verl_setup.util.runner import Completed, ProgramError, stream
 
+_SIGNALS = {s.value for s in signal.Signals}
 VENV_TIMEOUT_S = 300.0
 INSTALL_TIMEOUT_S = 3600.0
 
@@ -61,7 +63,7 @@ def _sigterm_unwinds() -> Iterator[None]:
     """SIGTERM runs the same cleanup as Ctrl-C (a SIGKILL leaves it to the next run)."""
 
     def handler(signum: int, _frame: FrameType | None) -> None:
-        raise SystemExit(128 + signum)
+        raise Stopped(signum)
 
     try:
         previous = signal.signal(signal.SIGTERM, handler)
@@ -178,7 +180,7 @@ def manifest(job: Job, report: Report) -> dict[str, Any]:
         "matrix": {"path": str(plan.matrix.path), "sha256": plan.matrix.sha256},
         "lock": None
         if lock is None
-        else {"path": str(lock.path.absolute()), "body_sha256": lock.fields["body-sha256"]},
+        else {"path": str(lock.path.absolute()), "sha256": lock.fields["sha256"]},
         "index_url": lock.index_url if lock else plan.index_url,
         "python": {
             "version": snap.python,
@@ -199,6 +201,41 @@ def manifest(job: Job, report: Report) -> dict[str, Any]:
     }
 
 
+def _no_space(job: Job, stderr: str, env: Mapping[str, str]) -> str:
+    """uv ran out of disk: on the uv cache's filesystem or the prefix's, whichever uv names or is
+    the full one (a full cache is not the prefix's fault)."""
+    from verl_setup.environment.uv import cache_dir  # noqa: PLC0415
+
+    cache = cache_dir(job.uv, env)
+    if cache is not None and (str(cache) in stderr or (_full(cache) and not _full(job.layout.parent))):
+        return (
+            f"no space left on the filesystem of the uv cache {cache}: free some (`uv cache prune`) or "
+            f"point UV_CACHE_DIR at a bigger disk; {job.layout.prefix} is untouched"
+        )
+    return describe_os_error(job.layout, OSError(errno.ENOSPC, "No space left on device"))
+
+
+def _full(path: Path) -> bool:
+    """Less than 1% or 64 MiB free on the filesystem of `path` (or its nearest existing parent)."""
+    for candidate in (path, *path.parents):
+        try:
+            stat = os.statvfs(candidate)
+        except OSError:
+            continue
+        free = stat.f_bavail * stat.f_frsize
+        return free < max(64 * 2**20, stat.f_blocks * stat.f_frsize // 100)
+    return False
+
+
+def _stopped(signum: int, prefix: Path, *, swapped: bool) -> str:
+    """What a signal left: the old environment, or (after the swap) the new one."""
+    how = "interrupted" if signum == signal.SIGINT else "stopped"
+    name = signal.Signals(signum).name
+    if swapped:
+        return f"{how} by {name} after the new environment was moved into {prefix}"
+    return f"{how} by {name}: {prefix} is untouched (the half-built environment was removed)"
+
+
 def _run_uv(command: Command, *, job: Job, tty: bool, timeout: float) -> Completed:
     from verl_setup.environment.uv import explain_failure  # noqa: PLC0415
 
@@ -209,10 +246,16 @@ def _run_uv(command: Command, *, job: Job, tty: bool, timeout: float) -> Complet
         raise InstallError(f"uv ({command.what}): {exc}") from exc
     if out.returncode == 0:
         return out
+    if out.returncode < 0:  # uv's own messages name a staging dir that is gone by now
+        name = signal.Signals(-out.returncode).name if -out.returncode in _SIGNALS else "a signal"
+        raise InstallError(
+            f"uv ({command.what}) was killed by {name} (signal {-out.returncode}), not stopped by an error "
+            f"of its own (the kernel's OOM killer, or another process?); {job.layout.prefix} is untouched"
+        )
     if tty:
         raise InstallError(f"uv ({command.what}) failed (exit {out.returncode}); uv's messages are above")
     if "No space left on device" in out.stderr:
-        raise InstallError(describe_os_error(job.layout, OSError(errno.ENOSPC, "No space left on device")))
+        raise InstallError(_no_space(job, out.stderr, env))
     if "Hash mismatch" in out.stderr:
         raise InstallError(
             f"uv refused the lock: {uv_error(out.stderr)} "
@@ -240,24 +283,31 @@ def install(
 ) -> dict[str, Any] | None:
     """Install (or with `dry_run` print the commands, as JSON data with `as_json`); the result
     object for --json, None after a dry run's text."""
-    with _sigterm_unwinds():
-        job = prepare(options, env, progress)
-        if dry_run and as_json:
-            return dry_run_json(job)
-        if dry_run:
-            write_dry_run(job, out)
-            return None
-        with install_lock(job.layout, wait_s=options.wait_s, say=progress.say):
-            clean_leftovers(job.layout, progress.say)
-            try:
-                job, record, report = build(job, progress)
-                progress.step("swap", f"moving the new environment into {job.layout.prefix}")
-                swap(job.staging, job.layout, check=_works_at)
-            except OSError as exc:
-                raise InstallError(describe_os_error(job.layout, exc)) from exc
-            finally:
-                if job.staging.exists():
-                    remove_tree(job.staging)
+    prefix, swapped = Path(options.prefix).expanduser().absolute(), False
+    try:
+        with _sigterm_unwinds():
+            job = prepare(options, env, progress)
+            if dry_run and as_json:
+                return dry_run_json(job)
+            if dry_run:
+                write_dry_run(job, out)
+                return None
+            prefix = job.layout.prefix
+            with install_lock(job.layout, wait_s=options.wait_s, say=progress.say):
+                clean_leftovers(job.layout, progress.say)
+                try:
+                    job, record, report = build(job, progress)
+                    progress.step("swap", f"moving the new environment into {job.layout.prefix}")
+                    swap(job.staging, job.layout, check=_works_at)
+                    swapped = True
+                except OSError as exc:
+                    raise InstallError(describe_os_error(job.layout, exc)) from exc
+                finally:
+                    if job.staging.exists():
+                        remove_tree(job.staging)
+    except (KeyboardInterrupt, Stopped) as exc:
+        signum = exc.signum if isinstance(exc, Stopped) else signal.SIGINT
+        raise Stopped(signum, _stopped(signum, prefix, swapped=swapped)) from None
     progress.step("done", f"row {record['row']['id']} installed in {job.layout.prefix}")
     seconds = round(time.monotonic() - progress.start, 3)
     return {

@@ -15,7 +15,7 @@ from typing import Any, TextIO
 
 from verl_setup.environment.lock import Lock, read_lock
 from verl_setup.environment.python_choice import PythonChoice, choose_python
-from verl_setup.environment.staging import Layout, check_prefix
+from verl_setup.environment.staging import Layout, check_prefix, resolve_prefix
 from verl_setup.environment.verify import MANIFEST
 from verl_setup.errors import InstallError
 from verl_setup.output import Progress
@@ -133,7 +133,7 @@ def prepare(options: InstallOptions, env: Mapping[str, str], progress: Progress)
         progress.say(f"warning: {warning}")
     wanted = lock.python if lock else plan.python
     prefix = Path(options.prefix).expanduser().absolute()
-    prefix = prefix.resolve() if prefix.is_symlink() else prefix
+    prefix = resolve_prefix(prefix)
     check_prefix(prefix)
     uv = find_uv()
     found = (  # planning already detected this machine's interpreters, unless it read a host file

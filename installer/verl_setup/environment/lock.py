@@ -1,8 +1,9 @@
 """Hashed lock files: resolve a row for its target Python and platform, write, read and check.
 
 A lock is `uv pip compile --generate-hashes` output under a header that names the row, the
-matrix and uv, plus the sha256 of the body: `install --lock` refuses a lock edited after it was
-written, and uv refuses any file whose hash differs from the lock's. No timestamps: the same
+matrix and uv, sealed by the sha256 of every other line, header and body: `install --lock` refuses
+a lock edited after it was written (a row, Python or index-url line as much as a pin) before
+anything changes, and uv refuses any file whose hash differs from the lock's. No timestamps: the same
 row, matrix and index give the same bytes.
 """
 
@@ -25,7 +26,9 @@ from verl_setup.plan.select import Plan
 if TYPE_CHECKING:
     from verl_setup.plan.recipe import Choice, ExtensionRequests, Recipe
 
-FORMAT_LINE = "# verl-setup lock, format 2: install with `verl-setup install --lock FILE`; do not edit"
+FORMAT_LINE = "# verl-setup lock, format 3: install with `verl-setup install --lock FILE`; do not edit"
+_FORMAT_RE = re.compile(r"^# verl-setup lock, format (\d+):")
+SEAL = "sha256"  # the last header line: the digest of the whole file without that line
 COMPILE_TIMEOUT_S = 900.0
 _KEYS = (
     "row",
@@ -115,35 +118,45 @@ class Lock:
 
 
 def render(fields: Mapping[str, str], body: str) -> str:
-    """The lock text: header (with the body's sha256), then uv's output unchanged."""
+    """The lock text: header, then uv's output unchanged, sealed by the header's last line."""
     keys = (*_KEYS, *(k for k in _OPTIONAL_KEYS if k in fields))
-    lines = [FORMAT_LINE, *(f"# {key}: {fields[key]}" for key in keys)]
-    lines.append(f"# body-sha256: {hashlib.sha256(body.encode()).hexdigest()}")
-    return "\n".join(lines) + "\n" + body
+    header = "".join(f"{line}\n" for line in (FORMAT_LINE, *(f"# {key}: {fields[key]}" for key in keys)))
+    return f"{header}# {SEAL}: {_digest(header + body)}\n{body}"
+
+
+def _digest(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()
 
 
 def parse(text: str, path: Path) -> Lock:
     """Read a lock; BadInputError if it is not one, InstallError if it was altered."""
     lines = text.splitlines(keepends=True)
     if not lines or lines[0].rstrip("\n") != FORMAT_LINE:
+        old = _FORMAT_RE.match(lines[0]) if lines else None
+        if old:
+            raise BadInputError(
+                f"{path}: a format {old[1]} lock, whose seal leaves its header open to edits: "
+                "make it again with `verl-setup lock --out FILE`"
+            )
         raise BadInputError(f"{path}: not a verl-setup lock (make one with `verl-setup lock --out FILE`)")
     fields: dict[str, str] = {}
-    index = 1
-    for index, line in enumerate(lines[1:], start=1):  # noqa: B007  # index is used after the loop
+    index = 1  # the first body line, after the seal
+    for line in lines[1:]:
         m = re.match(r"^# ([a-z0-9-]+): (.*)$", line.rstrip("\n"))
-        if m is None or m[1] not in (*_KEYS, *_OPTIONAL_KEYS, "body-sha256"):
+        if m is None or m[1] in fields or m[1] not in (*_KEYS, *_OPTIONAL_KEYS, SEAL):
             break
         fields[m[1]] = m[2]
-    else:
-        index = len(lines)
-    missing = [k for k in (*_KEYS, "body-sha256") if k not in fields]
+        index += 1
+        if m[1] == SEAL:
+            break
+    missing = [k for k in (*_KEYS, SEAL) if k not in fields]
     if missing:
         raise BadInputError(f"{path}: lock header lacks {', '.join(missing)}")
-    body = "".join(lines[index:])
-    if hashlib.sha256(body.encode()).hexdigest() != fields["body-sha256"]:
+    header, body = "".join(lines[: index - 1]), "".join(lines[index:])
+    if lines[index - 1].rstrip("\n") != f"# {SEAL}: {fields[SEAL]}" or _digest(header + body) != fields[SEAL]:
         raise InstallError(
-            f"{path} was changed after `verl-setup lock` wrote it (its body no longer matches "
-            "body-sha256); regenerate it rather than editing it"
+            f"{path} was changed after `verl-setup lock` wrote it (its header or body no longer "
+            f"matches {SEAL}); regenerate it rather than editing it"
         )
     pins = []
     for line in body.splitlines():

@@ -48,12 +48,34 @@ class Layout:
         return self.parent / f".{self.prefix.name}.old-{pid}"
 
     def leftovers(self) -> tuple[list[Path], list[Path]]:
-        """Staging dirs and parked old envs of earlier runs."""
-        name = self.prefix.name
-        return (
-            sorted(self.parent.glob(f".{name}.staging-*")),
-            sorted(self.parent.glob(f".{name}.old-*")),
-        )
+        """Staging dirs and parked old envs of earlier runs of this prefix: matched by exact name
+        and owner PID, never as a pattern (a prefix named `env[1]` or `e*` is a name)."""
+        staging, parked = f".{self.prefix.name}.staging-", f".{self.prefix.name}.old-"
+        found: tuple[list[Path], list[Path]] = ([], [])
+        try:
+            names = sorted(p.name for p in self.parent.iterdir())
+        except OSError:
+            return found
+        for entry in names:
+            for start, out in ((staging, found[0]), (parked, found[1])):
+                pid = entry[len(start) :]
+                if entry.startswith(start) and pid.isdigit() and pid.isascii() and int(pid) != os.getpid():
+                    out.append(self.parent / entry)
+        return found
+
+
+def resolve_prefix(prefix: Path) -> Path:
+    """The folder an install writes (a symlink's target); a symlink loop on the way is bad input."""
+    for path in (*reversed(prefix.parents), prefix):
+        try:
+            path.stat()
+        except OSError as exc:
+            if exc.errno == errno.ELOOP:
+                raise BadInputError(
+                    f"--prefix {prefix}: {path} is a symlink loop ({exc.strerror}); "
+                    "point --prefix at a real folder"
+                ) from exc
+    return prefix.resolve() if prefix.is_symlink() else prefix
 
 
 def check_prefix(prefix: Path) -> None:
@@ -114,7 +136,14 @@ def clean_leftovers(layout: Layout, say: Callable[[str], None]) -> None:
     staging, parked = layout.leftovers()
     for path in staging:
         say(f"removing {path.name}, left by an interrupted install")
-        remove_tree(path)
+        try:
+            remove_tree(path)
+        except OSError as exc:
+            raise InstallError(
+                f"cannot remove {path}, left by an interrupted install: {exc.strerror or exc}"
+                f"{f' ({exc.filename})' if exc.filename and str(exc.filename) != str(path) else ''}; "
+                f"remove it by hand, then run again ({layout.prefix} is untouched)"
+            ) from exc
     for path in parked:
         if not layout.prefix.exists() and not layout.prefix.is_symlink():
             say(f"restoring {layout.prefix.name} from {path.name}, parked by an interrupted swap")

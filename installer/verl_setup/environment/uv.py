@@ -121,6 +121,18 @@ def uv_version(uv: str) -> str:
     return parts[1]
 
 
+def cache_dir(uv: str, env: Mapping[str, str]) -> Path | None:
+    """Where uv keeps its cache for this environment (`uv cache dir`), or None if it cannot say."""
+    from verl_setup.util.runner import ProgramError, run  # noqa: PLC0415
+
+    try:
+        out = run([uv, "cache", "dir"], timeout=30, env=env)
+    except ProgramError:
+        return None
+    text = out.stdout.strip()
+    return Path(text) if out.returncode == 0 and text else None
+
+
 # The user's uv settings that would change what a row resolves to, behind the row's back: the row
 # names torch's index, every pin, its overrides and the index strategy. Everything else in the
 # shell reaches uv: the default index (UV_INDEX_URL, UV_DEFAULT_INDEX: mirrors), a local wheelhouse

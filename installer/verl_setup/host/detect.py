@@ -55,15 +55,17 @@ def _nvidia(root: Path, path_env: str) -> tuple[NvidiaDriver | None, tuple[Gpu, 
     smi = shutil.which("nvidia-smi", path=path_env)
     deadline = time.monotonic() + nvidia.SMI_TIMEOUT
     with ThreadPoolExecutor(max_workers=4) as pool:
-        nvml_job = pool.submit(nvidia.probe_nvml, nvidia.SMI_TIMEOUT) if sysfs or procfs else None
+        cut: list[str] = []  # "nvidia-smi: output over 4 MiB, cut", from any probe
+        nvml_job = pool.submit(nvidia.probe_nvml, nvidia.SMI_TIMEOUT, cut) if sysfs or procfs else None
         xml_job = csv_job = banner_job = None
         if smi:
-            xml_job = pool.submit(nvidia.probe_smi_xml, smi, deadline)
-            csv_job = pool.submit(nvidia.probe_smi_query, smi, deadline)
-            banner_job = pool.submit(nvidia.probe_smi_banner, smi, deadline)
+            xml_job = pool.submit(nvidia.probe_smi_xml, smi, deadline, cut)
+            csv_job = pool.submit(nvidia.probe_smi_query, smi, deadline, cut)
+            banner_job = pool.submit(nvidia.probe_smi_banner, smi, deadline, cut)
         reading = _result(nvml_job)
         xml_reading, csv_reading = _result(xml_job), _result(csv_job)
         banner = _result(banner_job) or (None, None)
+    notes += sorted(set(cut))
     source = "nvml" if reading is not None else ""
     if nvml_job is not None and reading is None:
         notes.append("NVML unavailable or failed; asked nvidia-smi instead")

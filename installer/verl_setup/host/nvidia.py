@@ -19,12 +19,12 @@ from typing import Any
 
 from verl_setup.host.facts import Gpu, GpuProcess, NvidiaDriver
 from verl_setup.util.bounded import BoundError, read_capped
-from verl_setup.util.runner import ProgramError, run
+from verl_setup.util.runner import Completed, ProgramError, run
 
 SMI_TIMEOUT = 5.0
 NVML_TIMEOUT = 8.0
 MAX_PCI_DEVICES = 1024
-MAX_OUTPUT = 16 * 2**20  # characters of nvidia-smi output we parse (8 GPUs with processes: ~0.5 MB)
+MAX_OUTPUT = 4 * 2**20  # bytes of one nvidia-smi answer we read and parse (8 GPUs with processes: ~0.5 MB)
 QUERY_FIELDS = "index,name,uuid,driver_version,memory.total,memory.free,compute_cap"
 
 _VERSION = r"([0-9]{3,4}\.[0-9]{1,3}(?:\.[0-9]{1,3})?)"
@@ -251,56 +251,62 @@ def _nvml_cc(value: object) -> str | None:
     return f"{major}.{minor}"
 
 
-def probe_nvml(timeout: float = NVML_TIMEOUT) -> SmiReading | None:
+def _ask(argv: list[str], timeout: float, notes: list[str] | None) -> Completed | None:
+    """Run one probe under the output cap; None when it failed, with a note when it was cut."""
+    try:
+        return run(argv, timeout=timeout, limit=MAX_OUTPUT)
+    except ProgramError as exc:
+        if exc.cut and notes is not None:
+            notes.append(str(exc))
+        return None
+
+
+def probe_nvml(timeout: float = NVML_TIMEOUT, notes: list[str] | None = None) -> SmiReading | None:
     """Ask NVML in a child process: a wedged driver can hang NVML, and a child can be killed."""
-    try:
-        out = run([sys.executable, "-m", "verl_setup.host.nvml_child"], timeout=timeout)
-    except ProgramError:
-        return None
-    if out.returncode != 0:
+    out = _ask([sys.executable, "-m", "verl_setup.host.nvml_child"], timeout, notes)
+    if out is None or out.returncode != 0:
         return None
     try:
-        data = json.loads(out.stdout[:MAX_OUTPUT])
+        data = json.loads(out.stdout)
     except (ValueError, RecursionError):  # JSONDecodeError, or a number beyond int()'s limit
         return None
     return parse_nvml(data) if isinstance(data, dict) else None
 
 
-def probe_smi_query(smi: str = "nvidia-smi", deadline: float | None = None) -> SmiReading | None:
+def probe_smi_query(
+    smi: str = "nvidia-smi", deadline: float | None = None, notes: list[str] | None = None
+) -> SmiReading | None:
     """`nvidia-smi --query-gpu`, retried without compute_cap for drivers that predate it."""
     deadline = time.monotonic() + SMI_TIMEOUT if deadline is None else deadline
     for fields in (QUERY_FIELDS, QUERY_FIELDS.replace(",compute_cap", "")):
-        try:
-            out = run([smi, f"--query-gpu={fields}", "--format=csv"], timeout=_left(deadline))
-        except ProgramError:
+        out = _ask([smi, f"--query-gpu={fields}", "--format=csv"], _left(deadline), notes)
+        if out is None:
             return None
         if out.returncode == 0:
             return parse_query_csv(out.stdout)
     return None
 
 
-def probe_smi_xml(smi: str = "nvidia-smi", deadline: float | None = None) -> SmiReading | None:
+def probe_smi_xml(
+    smi: str = "nvidia-smi", deadline: float | None = None, notes: list[str] | None = None
+) -> SmiReading | None:
     """`nvidia-smi -q -x`: the only smi surface that lists processes per GPU.
 
     A degraded nvidia-smi (one GPU fallen off the bus, a failing NVML call) can exit non-zero
     and still print the whole document: use it whenever it parses, as rattler does.
     """
     deadline = time.monotonic() + SMI_TIMEOUT if deadline is None else deadline
-    try:
-        out = run([smi, "-q", "-x"], timeout=_left(deadline))
-    except ProgramError:
-        return None
-    return parse_smi_xml(out.stdout)
+    out = _ask([smi, "-q", "-x"], _left(deadline), notes)
+    return None if out is None else parse_smi_xml(out.stdout)
 
 
-def probe_smi_banner(smi: str = "nvidia-smi", deadline: float | None = None) -> tuple[str | None, str | None]:
+def probe_smi_banner(
+    smi: str = "nvidia-smi", deadline: float | None = None, notes: list[str] | None = None
+) -> tuple[str | None, str | None]:
     """Last resort: the plain table's banner."""
     deadline = time.monotonic() + SMI_TIMEOUT if deadline is None else deadline
-    try:
-        out = run([smi], timeout=_left(deadline))
-    except ProgramError:
-        return (None, None)
-    return parse_banner(out.stdout[:MAX_OUTPUT]) if out.returncode == 0 else (None, None)
+    out = _ask([smi], _left(deadline), notes)
+    return parse_banner(out.stdout) if out is not None and out.returncode == 0 else (None, None)
 
 
 def _left(deadline: float) -> float:

@@ -15,11 +15,10 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-import yaml
-
 from verl_setup.errors import BadInputError
 from verl_setup.matrix.schema import Row
 from verl_setup.util.versions import parse_minor
+from verl_setup.util.yamlread import YamlError, dump_yaml, read_yaml
 
 RESOLVED_FILE = "resolved.yaml"
 
@@ -44,14 +43,10 @@ def resolved_path(rows_path: Path) -> Path:
 def load_resolved(rows_path: Path) -> dict[str, Resolution]:
     """Every row's recorded resolution (none recorded: empty); a broken file is exit 2."""
     path = resolved_path(rows_path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
+    if not path.exists() and not path.is_symlink():
         return {}
-    except (OSError, UnicodeDecodeError) as exc:
-        raise BadInputError(f"cannot read {path}: {exc}") from exc
     try:
-        data = yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader)) or {}  # noqa: S506  # a safe loader
+        data = read_yaml(path)[0] or {}
         out = {}
         for row_id, entry in (data.get("rows") or {}).items():
             pins = {}
@@ -66,7 +61,7 @@ def load_resolved(rows_path: Path) -> dict[str, Resolution]:
                 glibc_floor=None if entry.get("glibc_floor") is None else str(entry["glibc_floor"]),
                 glibc_floor_set_by=tuple(str(s) for s in entry.get("glibc_floor_set_by") or ()),
             )
-    except (yaml.YAMLError, AttributeError, KeyError, TypeError, ValueError) as exc:
+    except (YamlError, AttributeError, KeyError, TypeError, ValueError) as exc:
         raise BadInputError(
             f"{path}: not a resolution record ({exc}); rewrite it with `matrix check --record`"
         ) from exc
@@ -93,7 +88,7 @@ def record_resolved(rows_path: Path, updates: dict[str, Resolution]) -> Path:
     }
     header = "# Written by `verl-setup matrix prove` and `matrix check --record`; do not edit by hand.\n"
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_text(header + yaml.safe_dump(data, sort_keys=False, width=200), encoding="utf-8")
+    tmp.write_text(header + dump_yaml(data, width=200), encoding="utf-8")
     tmp.replace(path)
     return path
 

@@ -89,19 +89,14 @@ def floor_setters(book: ProofBook, row: Row) -> list[str]:
 
 def load_proof(rows_path: Path) -> ProofBook:
     """proof.yaml beside a rows file; a missing file is an empty book, a broken one exit 2."""
-    import yaml  # noqa: PLC0415  # a cached record needs no YAML parser
+    # A cached record needs no YAML parser: imported only here.
+    from verl_setup.util.yamlread import YamlError, read_yaml  # noqa: PLC0415
 
     path = rows_path.parent / PROOF_FILE
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
+    if not path.exists() and not path.is_symlink():
         return ProofBook(path=path, rows={})
-    except (OSError, UnicodeDecodeError) as exc:
-        raise BadInputError(f"cannot read {path}: {exc}") from exc
     try:
-        # libyaml's loader where PyYAML has it: the record is machine-written and plan reads it
-        # on every run (the pure-Python loader costs ~90 ms for 17 rows).
-        data = yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader)) or {}  # noqa: S506  # a safe loader
+        data = read_yaml(path)[0] or {}
         rows = {
             str(row_id): RowProof(
                 row_sha256=str(entry["row_sha256"]),
@@ -117,7 +112,7 @@ def load_proof(rows_path: Path) -> ProofBook:
             )
             for row_id, entry in (data.get("rows") or {}).items()
         }
-    except (yaml.YAMLError, AttributeError, KeyError, TypeError, ValueError) as exc:
+    except (YamlError, AttributeError, KeyError, TypeError, ValueError) as exc:
         raise BadInputError(f"{path}: not a proof record ({exc}); regenerate it with `make prove`") from exc
     return ProofBook(path=path, rows=rows)
 
@@ -154,9 +149,9 @@ def record(
     }
     header = "# Written by `verl-setup matrix prove` (make prove); do not edit by hand.\n"
     tmp = book.path.with_name(f".{book.path.name}.{os.getpid()}.tmp")
-    import yaml  # noqa: PLC0415
+    from verl_setup.util.yamlread import dump_yaml  # noqa: PLC0415
 
-    tmp.write_text(header + yaml.safe_dump(data, sort_keys=False, width=100), encoding="utf-8")
+    tmp.write_text(header + dump_yaml(data, width=100), encoding="utf-8")
     tmp.replace(book.path)
     return ProofBook(path=book.path, rows=rows)
 

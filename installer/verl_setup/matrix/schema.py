@@ -8,17 +8,24 @@ import hashlib
 import json
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Annotated, Any
 
+from verl_setup.util.tokens import ENV_NAME, IMAGE, NAME, OPTION, PATTERN, REQUIREMENT, URL, VALUE, VERSION
 from verl_setup.util.vocab import BackendName, EngineName
+
+# The words a rows file names reach shell scripts and Dockerfiles: each has its shape (util/tokens).
+Name = Annotated[str, NAME]
+Ver = Annotated[str, VERSION]
+EnvName = Annotated[str, ENV_NAME]
+Requirement = Annotated[str, REQUIREMENT]
 
 
 @dataclass(frozen=True, kw_only=True)
 class VerlPin:
     """verl itself: exact version and the extras to install it with (none = no engine extra)."""
 
-    version: str
-    extras: tuple[str, ...] = ()
+    version: Ver
+    extras: tuple[Name, ...] = ()
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -26,49 +33,49 @@ class Engine:
     """The rollout engine; name "none" only for rows without a GPU."""
 
     name: EngineName
-    version: str | None
+    version: Ver | None
 
 
 @dataclass(frozen=True, kw_only=True)
 class PythonSpec:
     """Supported Python minors and the exact version to install."""
 
-    supported: tuple[str, ...]
-    recommended: str
+    supported: tuple[Ver, ...]
+    recommended: Ver
 
 
 @dataclass(frozen=True, kw_only=True)
 class TorchPin:
     """torch: exact version, the CUDA its wheel was built with, and the index that serves it."""
 
-    version: str
-    cuda: str | None
-    index: str
+    version: Ver
+    cuda: Ver | None
+    index: Name
 
 
 @dataclass(frozen=True, kw_only=True)
 class DriverRequirement:
     """Minimum driver under each policy."""
 
-    compat: str
-    strict: str
+    compat: Ver
+    strict: Ver
 
 
 @dataclass(frozen=True, kw_only=True)
 class CcRange:
     """Inclusive compute-capability range every GPU must fall in."""
 
-    min: str
-    max: str
+    min: Ver
+    max: Ver
 
 
 @dataclass(frozen=True, kw_only=True)
 class Requires:
     """What the host must offer for a row to fit."""
 
-    arch: tuple[str, ...]
-    glibc: str
-    cuda: str | None
+    arch: tuple[Name, ...]
+    glibc: Ver
+    cuda: Ver | None
     driver: DriverRequirement | None
     compute_capability: CcRange | None
     gpu: bool = True
@@ -80,35 +87,35 @@ class KnownIssue:
 
     summary: str
     source: str
-    python: tuple[str, ...] = ()
+    python: tuple[Ver, ...] = ()
 
 
 @dataclass(frozen=True, kw_only=True)
 class Docker:
     """Container facts for rendering."""
 
-    base_image: str
+    base_image: Annotated[str, IMAGE]
 
 
 @dataclass(frozen=True, kw_only=True)
 class Row:
     """One tested verl stack: exact pins, requirements, and the evidence for each."""
 
-    id: str
+    id: Name
     deprecated: bool = False
     verl: VerlPin
     engine: Engine
     python: PythonSpec
     torch: TorchPin
-    packages: dict[str, str]
-    overrides: tuple[str, ...] = ()
+    packages: dict[Name, Ver]
+    overrides: tuple[Requirement, ...] = ()
     requires: Requires
     docker: Docker | None = None
-    evidence: dict[str, str]
+    evidence: dict[Name, str]
     known_issues: tuple[KnownIssue, ...] = ()
     # Modules whose import needs an NVIDIA driver although it fails otherwise on a machine
     # without one (module -> why, with its source): the probe counts them as `gpu` there.
-    gpu_only_imports: dict[str, str] = field(default_factory=dict)
+    gpu_only_imports: dict[Name, str] = field(default_factory=dict)
     # Imports that fail on this row because of one of its known issues (the probe's name for the
     # import -> the issue): the probe reports them as `known`, not as failures.
     known_broken_imports: dict[str, str] = field(default_factory=dict)
@@ -161,7 +168,7 @@ class Row:
 class IndexSpec:
     """An extra package index a row may name."""
 
-    url: str
+    url: Annotated[str, URL]
     note: str | None = None
 
 
@@ -169,11 +176,11 @@ class IndexSpec:
 class WheelRelease:
     """What one flash-attn release published prebuilt: torch minors, CUDA majors, platform floor."""
 
-    torch: tuple[str, ...]
-    cuda_majors: tuple[str, ...]
-    python: tuple[str, ...]
-    glibc: str
-    arch: tuple[str, ...] = ("x86_64",)
+    torch: tuple[Ver, ...]
+    cuda_majors: tuple[Ver, ...]
+    python: tuple[Ver, ...]
+    glibc: Ver
+    arch: tuple[Name, ...] = ("x86_64",)
     source: str
 
 
@@ -183,19 +190,19 @@ class ExtensionFacts:
     apex): prebuilt wheels where a project publishes them, else a build on request, else left out."""
 
     source: str
-    url: str | None = None  # prebuilt-wheel URL pattern; None: the project publishes none
-    build: str | None = None  # what a build installs, when not `name==version` (a git URL)
-    cxx11abi_from_torch: str = "2.7"
-    build_requires: tuple[str, ...] = ()
-    build_env: dict[str, str] = field(default_factory=dict)
-    config_settings: tuple[str, ...] = ()
-    releases: dict[str, WheelRelease] = field(default_factory=dict)
+    url: Annotated[str, URL] | None = None  # prebuilt-wheel URL pattern; None: the project publishes none
+    build: Requirement | None = None  # what a build installs, when not `name==version` (a git URL)
+    cxx11abi_from_torch: Ver = "2.7"
+    build_requires: tuple[Requirement, ...] = ()
+    build_env: dict[EnvName, Annotated[str, VALUE]] = field(default_factory=dict)
+    config_settings: tuple[Annotated[str, OPTION], ...] = ()
+    releases: dict[Ver, WheelRelease] = field(default_factory=dict)
     sha256: dict[str, str] = field(default_factory=dict)
-    without: dict[str, str] = field(default_factory=dict)
+    without: dict[Ver, str] = field(default_factory=dict)
     # The modules it provides: left out, their imports are reported as such, not as failures.
-    modules: tuple[str, ...] = ()
+    modules: tuple[Name, ...] = ()
     # Row packages that go with it and are left out with it.
-    companions: tuple[str, ...] = ()
+    companions: tuple[Name, ...] = ()
 
 
 # The older name of the same facts (flash-attn was the first such package).
@@ -206,9 +213,9 @@ FlashAttnFacts = ExtensionFacts
 class Unfit:
     """Engine releases a verl line excludes, said once with the reason, so plan can explain them."""
 
-    verl: str
+    verl: Ver
     engine: EngineName
-    versions: tuple[str, ...]
+    versions: tuple[Ver, ...]
     reason: str
     source: str
 
@@ -226,10 +233,10 @@ class RowsFile:
     """matrices/verl.yaml."""
 
     schema: int
-    indexes: dict[str, IndexSpec] = field(default_factory=dict)
+    indexes: dict[Name, IndexSpec] = field(default_factory=dict)
     # Installs and locks take wheels only; these few are built from their sdist on purpose.
-    sdists: dict[str, SdistAllowance] = field(default_factory=dict)
-    torch_extensions: dict[str, ExtensionFacts] = field(default_factory=dict)
+    sdists: dict[Name, SdistAllowance] = field(default_factory=dict)
+    torch_extensions: dict[Name, ExtensionFacts] = field(default_factory=dict)
     unfit: tuple[Unfit, ...] = ()
     rows: tuple[Row, ...]
 
@@ -273,7 +280,7 @@ class RowsFile:
 class DriverFloor:
     """A driver minimum and which table it came from."""
 
-    min_driver: str
+    min_driver: Ver
     source: str
 
 
@@ -282,9 +289,9 @@ class Architecture:
     """A compute capability's architecture and the first CUDA that targets it."""
 
     name: str
-    first_cuda: str
+    first_cuda: Ver
     # The oldest driver branch that runs this architecture at all (no row can go below it).
-    min_driver: str | None = None
+    min_driver: Ver | None = None
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -294,13 +301,13 @@ class ForwardCompat:
 
     source: str
     # CUDA major.minor -> the kernel-driver branches its cuda-compat package supports.
-    branches: dict[str, tuple[str, ...]]
-    end_of_life: dict[str, str] = field(default_factory=dict)  # branch -> "YYYY-MM"
+    branches: dict[Ver, tuple[Ver, ...]]
+    end_of_life: dict[Ver, Ver] = field(default_factory=dict)  # branch -> "YYYY-MM"
     # GPU name patterns of the products forward compatibility is supported on.
     gpus: tuple[str, ...]
-    package: str  # the apt package name pattern, {major} and {minor} filled in
-    library_dir: str  # where that package puts libcuda.so (prepended to LD_LIBRARY_PATH)
-    env: dict[str, str] = field(default_factory=dict)
+    package: Annotated[str, PATTERN]  # the apt package name pattern, {major} and {minor} filled in
+    library_dir: Annotated[str, PATTERN]  # where that package puts libcuda.so (prepended to LD_LIBRARY_PATH)
+    env: dict[EnvName, Annotated[str, VALUE]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -309,10 +316,10 @@ class CudaFile:
 
     schema: int
     sources: dict[str, str]
-    families: dict[str, DriverFloor]
-    toolkits: dict[str, DriverFloor]
-    architectures: dict[str, Architecture]
-    windows_families: dict[str, DriverFloor] = field(default_factory=dict)  # WSL: the Windows driver
+    families: dict[Ver, DriverFloor]
+    toolkits: dict[Ver, DriverFloor]
+    architectures: dict[Ver, Architecture]
+    windows_families: dict[Ver, DriverFloor] = field(default_factory=dict)  # WSL: the Windows driver
     forward_compat: ForwardCompat | None = None
 
 

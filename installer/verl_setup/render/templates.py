@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
-import shlex
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -17,9 +15,11 @@ from verl_setup.environment.uv import ROW_DECIDES
 from verl_setup.errors import BadInputError
 from verl_setup.plan.recipe import Choice, Recipe, build_recipe
 from verl_setup.plan.select import Plan
+from verl_setup.render import quoting
 from verl_setup.render.values import EnvVar, environment, forward_compat, nvidia_require_cuda
 from verl_setup.scripts.import_probe import CHILD as PROBE_CODE
 from verl_setup.util.paths import data_dir
+from verl_setup.util.tokens import IMAGE
 from verl_setup.util.vocab import RENDER_TARGETS, suggest
 
 # Target -> (template, output file name, executable).
@@ -97,37 +97,6 @@ def expand_targets(names: list[str]) -> tuple[str, ...]:
     return tuple(out)
 
 
-def _shell(value: object) -> str:
-    """One shell word that is exactly `value`, never expanded or split."""
-    text = str(value)
-    if not any(c in text for c in "$`"):
-        return shlex.quote(text)
-    # Single quotes would do, but shellcheck (SC2016) then flags every literal "$(": double
-    # quotes with $, `, " and \ escaped are just as literal.
-    return '"' + "".join("\\" + c if c in '$`"\\' else c for c in text) + '"'
-
-
-def _docker(value: object) -> str:
-    """A double-quoted Dockerfile value: no variable expansion, no line break."""
-    text = str(value)
-    if "\n" in text or "\r" in text:
-        raise BadInputError(f"value {text!r} contains a line break, which a Dockerfile cannot carry")
-    return '"' + text.replace("\\", "\\\\").replace('"', '\\"').replace("$", "\\$") + '"'
-
-
-def _yaml(value: object) -> str:
-    """A YAML scalar: a JSON string is valid YAML and quotes everything that needs it."""
-    return json.dumps(str(value))
-
-
-def _envfile(value: object) -> str:
-    """docker --env-file takes the rest of the line literally; only a line break cannot pass."""
-    text = str(value)
-    if "\n" in text or "\r" in text:
-        raise BadInputError(f"value {text!r} contains a line break, which env.list cannot carry")
-    return text
-
-
 def jinja_env() -> Any:
     """The one Jinja environment: StrictUndefined, trailing newline kept, the quoting filters."""
     import jinja2  # noqa: PLC0415  # only rendering needs Jinja
@@ -138,22 +107,21 @@ def jinja_env() -> Any:
         keep_trailing_newline=True,
         trim_blocks=True,
         lstrip_blocks=True,
-        autoescape=False,  # noqa: S701  # shell, Dockerfile and YAML, not HTML; quoting is explicit
+        # Not HTML: autoescape marks each filter's output (render/quoting.py) so that macros keep
+        # it, and the guard refuses any other string that is not a plain word.
+        autoescape=True,
+        finalize=quoting.guard,
         # bash writes ${#array[@]}; Jinja's default "{#" comment marker would swallow it.
         comment_start_string="{##",
         comment_end_string="##}",
     )
-    env.filters.update(sh=_shell, docker=_docker, yaml=_yaml, envfile=_envfile)
+    env.filters.update(quoting.FILTERS)
     return env
-
-
-# An image reference: registry/name:tag@digest, nothing a Dockerfile would read as syntax.
-_IMAGE_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._/-]*(:[A-Za-z0-9._-]+)?(@sha256:[0-9a-f]{64})?$")
 
 
 def _check_values(options: RenderOptions) -> None:
     for name, image in (("--base-image", options.base_image), ("--image", options.image)):
-        if image is not None and not _IMAGE_RE.match(image):
+        if image is not None and IMAGE.problem(image):
             raise BadInputError(f"{name} {image!r} is not an image reference like registry/name:tag")
     for name in ("hf_home", "iface", "image", "job", "head_ip", "venv", "namespace", "base_image"):
         value = getattr(options, name)
@@ -180,7 +148,7 @@ def context(plan: Plan, options: RenderOptions) -> dict[str, Any]:
         "recipe": recipe,
         "left_out_json": _left_out_json(plan, recipe),
         "overrides_sentinel": OVERRIDES_SENTINEL,
-        "probe_code": PROBE_CODE,
+        "probe_code": quoting.verbatim(PROBE_CODE),
         "gpu_only_json": json.dumps(row.gpu_only_imports, sort_keys=True),
         "known_json": json.dumps(row.known_broken_imports, sort_keys=True)
         if row.known_broken_imports

@@ -8,6 +8,8 @@ import types
 import typing
 from typing import Any, Literal, TypeVar
 
+from verl_setup.util.bounded import one_line
+from verl_setup.util.tokens import shape_of
 from verl_setup.util.vocab import suggest
 
 T = TypeVar("T")
@@ -31,7 +33,7 @@ class Builder:
     def problem(self, line: int, where: str, message: str) -> None:
         """Record one problem (line 0: the data has no lines, as JSON)."""
         at = f"{self.file}:{line}" if line else self.file
-        self.problems.append(f"{at}: {where}: {message}")
+        self.problems.append(f"{at}: {one_line(where)}: {message}")
 
     def build(self, cls: type[T], data: Any, where: str, line: int) -> T | None:
         """Build `cls` from a mapping, or record why not and return None."""
@@ -68,6 +70,14 @@ class Builder:
     def convert(self, hint: Any, value: Any, where: str, line: int) -> Any:  # noqa: PLR0911, PLR0912
         """Check one value against a type hint; return _BAD after recording a problem."""
         origin, args = typing.get_origin(hint), typing.get_args(hint)
+        if origin is typing.Annotated:  # a word a rows file names: its shape is checked too
+            converted = self.convert(args[0], value, where, line)
+            shape = shape_of(hint.__metadata__)
+            problem = shape.problem(converted) if shape and isinstance(converted, str) else None
+            if problem:
+                self.problem(line, where, problem)
+                return _BAD
+            return converted
         if origin in (typing.Union, types.UnionType):
             if value is None and type(None) in args:
                 return None
@@ -96,7 +106,8 @@ class Builder:
             mapping = {
                 str(k): self.convert(args[1], v, f"{where}.{k}", lines.get(k, line)) for k, v in value.items()
             }
-            return _BAD if any(v is _BAD for v in mapping.values()) else mapping
+            keys = [self.convert(args[0], str(k), f"{where}.{k}", lines.get(k, line)) for k in value]
+            return _BAD if _BAD in keys or any(v is _BAD for v in mapping.values()) else mapping
         if dataclasses.is_dataclass(hint):
             built = self.build(hint, value, where, line)  # type: ignore[arg-type]
             return _BAD if built is None else built
@@ -123,7 +134,7 @@ _HINTS: dict[type[Any], dict[str, Any]] = {}
 def _hints(cls: type[Any]) -> dict[str, Any]:
     """Resolved field types of a dataclass, once (resolving them is the slow part of a load)."""
     if cls not in _HINTS:
-        _HINTS[cls] = typing.get_type_hints(cls)
+        _HINTS[cls] = typing.get_type_hints(cls, include_extras=True)
     return _HINTS[cls]
 
 

@@ -1,4 +1,6 @@
-"""The one subprocess wrapper: resolves the executable, logs argv, applies a timeout, never hangs."""
+"""The one subprocess wrapper: resolves the executable, logs argv, applies a timeout, never hangs,
+and reads a child's output under a size cap while it reads (a child that never stops printing
+costs that much memory, then it is stopped)."""
 
 from __future__ import annotations
 
@@ -6,15 +8,20 @@ import contextlib
 import functools
 import logging
 import os
+import selectors
 import shutil
 import signal
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 log = logging.getLogger(__name__)
+
+MAX_OUTPUT = 16 * 2**20  # bytes of stdout and of stderr kept from one child (a hashed lock: ~1 MB)
+_CHUNK = 2**16
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -30,9 +37,10 @@ class Completed:
 class ProgramError(Exception):
     """A program was missing, timed out, or could not be started."""
 
-    def __init__(self, message: str, *, stdout: str = "") -> None:
+    def __init__(self, message: str, *, stdout: str = "", cut: bool = False) -> None:
         super().__init__(message)
         self.stdout = stdout  # what a timed-out program printed before it was killed
+        self.cut = cut  # it printed more than its cap and was stopped
 
 
 def run(
@@ -41,9 +49,11 @@ def run(
     timeout: float,
     env: Mapping[str, str] | None = None,
     cwd: str | None = None,
+    limit: int = MAX_OUTPUT,
 ) -> Completed:
-    """Run argv to completion within `timeout` seconds; raise ProgramError if it cannot."""
-    return _execute(argv, timeout=timeout, env=env, cwd=cwd, passthrough=False, tied=False)
+    """Run argv to completion within `timeout` seconds, keeping at most `limit` bytes of each
+    stream; raise ProgramError if it cannot (or printed more: "output over N MiB, cut")."""
+    return _execute(argv, timeout=timeout, env=env, cwd=cwd, passthrough=False, tied=False, limit=limit)
 
 
 def stream(
@@ -59,7 +69,9 @@ def stream(
     With `passthrough`, the child's stderr is ours (uv draws its progress bars on a terminal)
     and Completed.stderr is empty.
     """
-    return _execute(argv, timeout=timeout, env=env, cwd=cwd, passthrough=passthrough, tied=True)
+    return _execute(
+        argv, timeout=timeout, env=env, cwd=cwd, passthrough=passthrough, tied=True, limit=MAX_OUTPUT
+    )
 
 
 def follow(
@@ -89,8 +101,8 @@ def follow(
         _unblock(mask)
         timer.start()
         assert proc.stdout is not None  # noqa: S101  # PIPE was asked for
-        for line in proc.stdout:
-            on_line(line.rstrip("\n"))
+        for raw in proc.stdout:
+            on_line(_text(raw).rstrip("\n"))
         code = proc.wait()
     except BaseException:
         _kill_group(proc)
@@ -110,6 +122,7 @@ def _execute(
     cwd: str | None,
     passthrough: bool,
     tied: bool,
+    limit: int,
 ) -> Completed:
     exe = argv[0] if os.sep in argv[0] else shutil.which(argv[0])
     if exe is None:
@@ -123,18 +136,30 @@ def _execute(
     proc = _start(
         full, stderr=None if passthrough else subprocess.PIPE, env=env, cwd=cwd, mask=mask, tied=tied
     )
+    deadline = time.monotonic() + timeout
     try:
         _unblock(mask)  # a signal that came during Popen is raised here, with the child known
-        stdout, stderr = proc.communicate(timeout=timeout)
-    except subprocess.TimeoutExpired as exc:
-        _kill_group(proc)
-        partial = exc.output.decode(errors="replace") if isinstance(exc.output, bytes) else exc.output
-        raise ProgramError(f"{argv[0]}: no answer within {timeout:g}s", stdout=partial or "") from exc
+        out, err, state = _read_bounded(proc, deadline, limit)
+        if state == "done":
+            proc.wait(timeout=max(0.05, deadline - time.monotonic()))
+    except subprocess.TimeoutExpired:
+        state = "late"
     except BaseException:
         # Ctrl-C or SIGTERM reached us, not the child (it has its own session): stop it now.
         _kill_group(proc)
         raise
-    return Completed(argv=full, returncode=proc.returncode, stdout=stdout, stderr=stderr or "")
+    finally:
+        for pipe in (proc.stdout, proc.stderr):
+            if pipe is not None:
+                pipe.close()
+    if state != "done":
+        _kill_group(proc)
+        if state == "cut":
+            message = f"{argv[0]}: output over {limit / 2**20:g} MiB, cut"
+        else:
+            message = f"{argv[0]}: no answer within {timeout:g}s"
+        raise ProgramError(message, stdout=_text(out), cut=state == "cut")
+    return Completed(argv=full, returncode=proc.returncode, stdout=_text(out), stderr=_text(err))
 
 
 def _start(
@@ -145,7 +170,7 @@ def _start(
     cwd: str | None,
     mask: set[int | signal.Signals] | None,
     tied: bool,
-) -> subprocess.Popen[str]:
+) -> subprocess.Popen[bytes]:
     try:
         # A new session lets a timeout kill the whole group: a hung nvidia-smi may have children
         # that keep the pipes open, and subprocess.run would then wait on them forever.
@@ -154,8 +179,6 @@ def _start(
             stdout=subprocess.PIPE,
             stderr=stderr,
             stdin=subprocess.DEVNULL,
-            text=True,
-            errors="replace",
             env=None if env is None else dict(env),
             cwd=cwd,
             start_new_session=True,
@@ -169,7 +192,39 @@ def _start(
         raise ProgramError(f"{full[0]}: {exc.strerror or exc}") from exc
 
 
-def _kill_group(proc: subprocess.Popen[str]) -> None:
+def _text(data: bytes | bytearray) -> str:
+    """Text as Popen's text mode gave it: undecodable bytes replaced, universal newlines."""
+    return data.decode(errors="replace").replace("\r\n", "\n").replace("\r", "\n")
+
+
+def _read_bounded(
+    proc: subprocess.Popen[bytes], deadline: float, limit: int
+) -> tuple[bytearray, bytearray, str]:
+    """Read stdout and stderr as they come, until both close ("done"), the deadline passes
+    ("late") or one passes `limit` bytes ("cut"): never more than `limit` bytes each in memory."""
+    buffers = {"out": bytearray(), "err": bytearray()}
+    with selectors.DefaultSelector() as selector:
+        for name, pipe in (("out", proc.stdout), ("err", proc.stderr)):
+            if pipe is not None:
+                selector.register(pipe, selectors.EVENT_READ, name)
+        while selector.get_map():
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return buffers["out"], buffers["err"], "late"
+            for key, _ in selector.select(left):
+                chunk = os.read(key.fd, _CHUNK)
+                if not chunk:
+                    selector.unregister(key.fileobj)
+                    continue
+                buffer = buffers[key.data]
+                room = limit - len(buffer)
+                buffer += chunk[:room]
+                if len(chunk) > room:
+                    return buffers["out"], buffers["err"], "cut"
+    return buffers["out"], buffers["err"], "done"
+
+
+def _kill_group(proc: subprocess.Popen[bytes]) -> None:
     with contextlib.suppress(ProcessLookupError):
         os.killpg(proc.pid, signal.SIGKILL)
     proc.kill()

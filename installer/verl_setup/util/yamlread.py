@@ -1,4 +1,5 @@
-"""Read YAML keeping line numbers and refusing duplicate keys, so errors can point at a line.
+"""The package's one door to YAML: read it keeping line numbers and refusing duplicate keys, so
+errors can point at a line, and write it (tests/unit/test_layers.py fails on any other yaml call).
 
 Matrix files come from users too (`--matrix`), so the reader is bounded: a size cap, a regular
 file, no aliases (an alias bomb expands exponentially once anything stringifies it; our files
@@ -92,3 +93,9 @@ def read_yaml(path: Path) -> tuple[Any, bytes]:
         raise YamlError(f"{where}: unusable value: {one_line(str(exc))}") from exc
     finally:
         loader.dispose()
+
+
+def dump_yaml(data: Any, *, width: int) -> str:
+    """Plain data as block YAML, keys in the order given (the records and proposals we write)."""
+    text: str = yaml.safe_dump(data, sort_keys=False, width=width, allow_unicode=True)
+    return text

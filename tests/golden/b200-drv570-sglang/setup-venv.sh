@@ -111,7 +111,8 @@ if [ "$DRY_RUN" = 0 ]; then
   [ "$nvcc_release" = 12 ] || die "nvcc is CUDA $nvcc_release, torch is built with CUDA 12.8"
   say "building flash-attn 2.8.3 from source: this takes an hour or more"
 fi
-export MAX_JOBS="${MAX_JOBS:-4}"
+[ -n "${MAX_JOBS:-}" ] || MAX_JOBS=4
+export MAX_JOBS
 run "$UV" pip install --python "$VENV/bin/python" torch==2.9.1 torchvision==0.24.1 torchaudio==2.9.1 flash-attn==2.8.3 --only-binary :all: --no-binary antlr4-python3-runtime --no-binary flash-attn --no-build-isolation
 # 8. verl: verl 0.7.1, with every pin again so nothing drifts.
 run "$UV" pip install --python "$VENV/bin/python" verl==0.7.1 torch==2.9.1 torchvision==0.24.1 torchaudio==2.9.1 sglang==0.5.9 sgl-kernel==0.3.21 flashinfer-python==0.6.3 ray==2.54.0 transformers==4.57.1 tensordict==0.10.0 numpy==1.26.4 datasets==5.0.1 pyarrow==25.0.1 cachetools==8.0.2 cupy-cuda12x==13.6.0 --override "$OVERRIDES" --only-binary :all: --no-binary antlr4-python3-runtime

@@ -111,7 +111,8 @@ if [ "$DRY_RUN" = 0 ]; then
   [ "$nvcc_release" = 13 ] || die "nvcc is CUDA $nvcc_release, torch is built with CUDA 13.0"
   say "building flash-attn 2.8.3 from source: this takes an hour or more"
 fi
-export MAX_JOBS="${MAX_JOBS:-4}"
+[ -n "${MAX_JOBS:-}" ] || MAX_JOBS=4
+export MAX_JOBS
 run "$UV" pip install --python "$VENV/bin/python" torch==2.11.0 torchvision==0.26.0 torchaudio==2.11.0 flash-attn==2.8.3 --only-binary :all: --no-binary antlr4-python3-runtime --no-binary flash-attn --no-build-isolation
 # 8. transformer-engine-torch-build-requires: what transformer-engine-torch's build needs, since it builds without isolation.
 run "$UV" pip install --python "$VENV/bin/python" torch==2.11.0 torchvision==0.26.0 torchaudio==2.11.0 ninja pybind11 setuptools wheel packaging pip --only-binary :all: --no-binary antlr4-python3-runtime
@@ -124,13 +125,16 @@ if [ "$DRY_RUN" = 0 ]; then
   [ "$nvcc_release" = 13 ] || die "nvcc is CUDA $nvcc_release, torch is built with CUDA 13.0"
   say "building transformer-engine-torch 2.16.1 from source: this takes an hour or more"
 fi
-export MAX_JOBS="${MAX_JOBS:-4}"
-export NVTE_FRAMEWORK="${NVTE_FRAMEWORK:-pytorch}"
-export NVTE_PYTORCH_FORCE_BUILD="${NVTE_PYTORCH_FORCE_BUILD:-TRUE}"
+[ -n "${MAX_JOBS:-}" ] || MAX_JOBS=4
+export MAX_JOBS
+[ -n "${NVTE_FRAMEWORK:-}" ] || NVTE_FRAMEWORK=pytorch
+export NVTE_FRAMEWORK
+[ -n "${NVTE_PYTORCH_FORCE_BUILD:-}" ] || NVTE_PYTORCH_FORCE_BUILD=TRUE
+export NVTE_PYTORCH_FORCE_BUILD
 run "$UV" pip install --python "$VENV/bin/python" torch==2.11.0 torchvision==0.26.0 torchaudio==2.11.0 transformer-engine-torch==2.16.1 --only-binary :all: --no-binary antlr4-python3-runtime --no-binary transformer-engine-torch --no-build-isolation
 # 10. verl: verl 0.9.1, with every pin again so nothing drifts.
 run "$UV" pip install --python "$VENV/bin/python" 'verl[vllm]==0.9.1' torch==2.11.0 torchvision==0.26.0 torchaudio==2.11.0 vllm==0.24.0 flashinfer-python==0.6.12 ray==2.58.0 transformers==5.9.0 tensordict==0.10.0 numpy==2.2.6 cupy-cuda13x==14.0.1 liger-kernel==0.8.5 trl==0.27.0 flash-linear-attention==0.5.2 torchcodec==0.11.1 transformer-engine==2.16.1 transformer-engine-cu13==2.16.1 megatron-core==0.18.0 nvidia-modelopt==0.44.0 mbridge==0.15.1 onnxscript==0.7.2 nvidia-mathdx==25.6.0 --override "$OVERRIDES" --only-binary :all: --no-binary antlr4-python3-runtime
-say "apex 0.1 left out: verl's own code never imports apex (git grep at v0.9.0); megatron-core uses apex's fused kernels only where TransformerEngine's are missing, so with TransformerEngine built nothing is lost"
+say 'apex 0.1 left out: verl'"'"'s own code never imports apex (git grep at v0.9.0); megatron-core uses apex'"'"'s fused kernels only where TransformerEngine'"'"'s are missing, so with TransformerEngine built nothing is lost'
 
 # 11. verify: every pin is what got installed (metadata only), then the
 # import probe verl-setup runs: what a training run of this verl imports.

@@ -106,7 +106,8 @@ if [ "$DRY_RUN" = 0 ]; then
   [ "$nvcc_release" = 13 ] || die "nvcc is CUDA $nvcc_release, torch is built with CUDA 13.0"
   say "building flash-attn 2.8.3 from source: this takes an hour or more"
 fi
-export MAX_JOBS="${MAX_JOBS:-4}"
+[ -n "${MAX_JOBS:-}" ] || MAX_JOBS=4
+export MAX_JOBS
 run "$UV" pip install --python "$VENV/bin/python" torch==2.11.0 torchvision==0.26.0 torchaudio==2.11.0 flash-attn==2.8.3 --only-binary :all: --no-binary antlr4-python3-runtime --no-binary flash-attn --no-build-isolation
 # 8. verl: verl 0.9.1, with every pin again so nothing drifts.
 run "$UV" pip install --python "$VENV/bin/python" 'verl[vllm]==0.9.1' torch==2.11.0 torchvision==0.26.0 torchaudio==2.11.0 vllm==0.24.0 flashinfer-python==0.6.12 ray==2.58.0 transformers==5.9.0 tensordict==0.10.0 numpy==2.2.6 cupy-cuda13x==14.0.1 liger-kernel==0.8.5 trl==0.27.0 flash-linear-attention==0.5.2 torchcodec==0.11.1 --only-binary :all: --no-binary antlr4-python3-runtime

@@ -97,14 +97,14 @@ def entry_config(site: Path, module: str) -> tuple[Path, str] | None:
 
 def load_config(config_dir: Path, config_name: str, version: str) -> VerlConfig | None:
     """Read `_generated_<name>.yaml` if verl ships it, else `<name>.yaml`; None if neither."""
-    import yaml  # noqa: PLC0415  # only the launch lint needs YAML
+    from verl_setup.util.yamlread import YamlError, read_yaml  # noqa: PLC0415  # only the launch lint needs YAML
 
     name = config_name.removesuffix(".yaml")
     unchecked: list[str] = []
     for candidate in (config_dir / f"_generated_{name}.yaml", config_dir / f"{name}.yaml"):
         try:
-            data = yaml.safe_load(candidate.read_text(encoding="utf-8"))
-        except (OSError, yaml.YAMLError):
+            data = read_yaml(candidate)[0]  # bounded: a FIFO or an alias bomb is refused, not read
+        except YamlError:
             continue
         if not isinstance(data, dict):
             continue

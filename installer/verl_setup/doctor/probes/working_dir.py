@@ -39,12 +39,12 @@ def find_working_dir(launch: Launch, cwd: Path) -> WorkingDir | None:
     source = ""
     file = _flag(before, "--runtime-env")
     if file:
-        import yaml  # noqa: PLC0415
+        from verl_setup.util.yamlread import YamlError, read_yaml  # noqa: PLC0415  # only a launch lint needs YAML
 
         try:
-            loaded = yaml.safe_load((cwd / file).read_text(encoding="utf-8"))
+            loaded = read_yaml(cwd / file)[0]  # bounded: a FIFO or an alias bomb is refused, not read
             runtime, source = (loaded if isinstance(loaded, dict) else {}), f"--runtime-env {file}"
-        except (OSError, yaml.YAMLError):
+        except YamlError:
             runtime = {}
     text = _flag(before, "--runtime-env-json")
     if text:
