@@ -25,6 +25,7 @@ SUBCOMMANDS = {
     "lock": ("lock", "a hashed lock for the row's target Python and platform"),
     "verify": ("verify", "does an environment (or every Ray node) match its lock or row?"),
     "doctor": ("doctor", "the silent traps (Python, CUDA, Ray, HF cache, GPU memory, launch)"),
+    "diagnose": ("diagnose", "after a failed run: read its logs, name the first cause and a remedy"),
 }
 
 

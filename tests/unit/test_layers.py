@@ -19,6 +19,7 @@ LAYERS = (
     ("verl_setup.environment",),
     ("verl_setup.render",),
     ("verl_setup.doctor",),
+    ("verl_setup.diagnose",),  # reads a failed run; uses doctor's NCCL address classes
     ("verl_setup.maintenance",),  # keeps the matrix true; uses environment/, nothing below uses it
     ("verl_setup.commands",),
     ("verl_setup.cli", "verl_setup.__main__"),
