@@ -196,3 +196,18 @@ def test_cli_missing_path_is_bad_input() -> None:
     with contextlib.redirect_stderr(err):
         assert main(["diagnose", "--no-system", "/nonexistent/run.log"]) == 2
     assert err.getvalue().count("\n") == 1
+
+
+def test_doctor_points_to_diagnose_when_a_launch_already_failed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("RAY_TMPDIR", str(tmp_path))
+    session = tmp_path / "ray" / "session_1"
+    shutil.copytree(FIXTURES / "ray-session-worker-died" / "logs", session / "logs")
+    main_inner(["doctor", "--check", "memory"])
+    assert "hint:" not in capsys.readouterr().out  # no session_latest yet: nothing to point at
+    (tmp_path / "ray" / "session_latest").symlink_to(session)
+    main_inner(["doctor", "--check", "memory"])
+    assert f"`verl-setup diagnose {session.parent / 'session_latest'}`" in capsys.readouterr().out
+    main_inner(["doctor", "--check", "memory", "--json"])
+    assert "verl-setup diagnose" in json.loads(capsys.readouterr().out)["diagnose_hint"]

@@ -7,6 +7,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TextIO
 
+from verl_setup.diagnose.sources import failed_session
 from verl_setup.doctor.context import Options
 from verl_setup.doctor.result import report_json, report_text
 from verl_setup.doctor.run import make_context, run_checks, selected
@@ -58,6 +59,16 @@ def run(args: argparse.Namespace, env: Mapping[str, str], out: TextIO) -> int:
     selected(options.checks)  # bad ids are bad input (exit 2), before any probe runs
     host = from_env(args.host, env, "VERL_SETUP_HOST")
     results = run_checks(make_context(options, env, host))
-    out.write(envelope(report_json(results)) if args.json else report_text(results))
+    failed = failed_session(env)
+    hint = (
+        f"a Ray session at {failed} has a worker that wrote to its .err: if that launch failed, "
+        f"`verl-setup diagnose {failed}` names its first cause"
+        if failed
+        else None
+    )
+    if args.json:
+        out.write(envelope({**report_json(results), **({"diagnose_hint": hint} if hint else {})}))
+    else:
+        out.write(report_text(results) + (f"hint: {hint}\n" if hint else ""))
     out.flush()
     return CheckFailedError.exit_code if any(r.status == "fail" for r in results) else 0

@@ -112,3 +112,19 @@ def gather(
         else:
             sources.files.append(events)
     return sources
+
+
+def failed_session(env: Mapping[str, str], limit: int = MAX_FILES) -> Path | None:
+    """Ray's latest session if a worker in it wrote to its .err (a launch that already failed)."""
+    logs = default_session(env) / "logs"
+    try:
+        with os.scandir(logs) as entries:
+            for count, entry in enumerate(entries):
+                if count >= limit:
+                    break
+                name = entry.name
+                if name.startswith("worker-") and name.endswith(".err") and entry.stat().st_size > 0:
+                    return logs.parent
+    except OSError:
+        return None
+    return None
