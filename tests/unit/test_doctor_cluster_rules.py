@@ -153,3 +153,19 @@ def test_a_left_over_ray_auth_token_is_named(tmp_path: Path) -> None:
     (finding,) = auth_token_findings(ctx(env={"HOME": str(tmp_path)}))
     assert finding.message.startswith(f"{tmp_path}/.ray/auth_token exists and RAY_AUTH_MODE is unset")
     assert auth_token_findings(ctx(env={"HOME": str(tmp_path), "RAY_AUTH_MODE": "disabled"})) == []
+
+
+def test_ray_gpu_count_honours_cuda_visible_devices() -> None:
+    # Census finding 3 (verl#5954): with CUDA_VISIBLE_DEVICES=0,1 on an 8-GPU host the static line
+    # said "8 here, 8 wanted"; Ray itself counts the two visible ones.
+    from verl_setup.doctor.checks.ray_local import _gpus_here  # noqa: PLC0415  # the rule alone
+
+    facts = host(driver="570.124.06", gpus=(("NVIDIA H100 80GB HBM3", "9.0"),) * 8)
+    for mask, have in (("0,1", 2), (None, 8)):
+        env = {"PATH": ""} if mask is None else {"PATH": "", "CUDA_VISIBLE_DEVICES": mask}
+        ctx = Context(options=Options(), host=facts, env=env, matrix=load_matrix())
+        evidence: list[Any] = []
+        findings = _gpus_here(ctx, 8, 1, evidence)
+        assert evidence[0].value.startswith(f"{have} here")
+        assert evidence[0].value.endswith(", 8 wanted")
+        assert [f.status for f in findings] == (["fail"] if have < 8 else [])
