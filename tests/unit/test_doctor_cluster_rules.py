@@ -169,3 +169,32 @@ def test_ray_gpu_count_honours_cuda_visible_devices() -> None:
         assert evidence[0].value.startswith(f"{have} here")
         assert evidence[0].value.endswith(", 8 wanted")
         assert [f.status for f in findings] == (["fail"] if have < 8 else [])
+
+
+def test_doctor_uses_the_row_recorded_in_the_env_not_the_first_match(tmp_path: Path) -> None:
+    # Census finding 2: verl 0.9.1 + vLLM 0.24.0 match both the FSDP row and its -megatron twin,
+    # and the first (FSDP) won, so the TransformerEngine build check was skipped.
+    import json  # noqa: PLC0415
+    from types import SimpleNamespace  # noqa: PLC0415
+
+    def ctx_for(prefix: Path) -> Context:
+        ctx = Context(options=Options(), host=host(), env={"PATH": ""}, matrix=load_matrix())
+        target = SimpleNamespace(prefix=str(prefix), dists={"verl": "0.9.1", "vllm": "0.24.0"})
+        ctx.__dict__["target"] = (target, "")  # the probe's answer, without running an interpreter
+        return ctx
+
+    row, why = ctx_for(tmp_path).row
+    assert row is not None
+    assert row.id == "verl0.9-vllm0.24.0"
+    assert "matches the installed" in why
+    manifest = {"schema": 1, "row": {"id": "verl0.9-vllm0.24.0-megatron", "sha256": "x"}}
+    (tmp_path / "verl-setup.json").write_text(json.dumps(manifest))
+    row, why = ctx_for(tmp_path).row
+    assert row is not None
+    assert row.id == "verl0.9-vllm0.24.0-megatron"
+    assert "verl-setup.json" in why
+    (tmp_path / "verl-setup.json").write_text('{"row": {"id": "no-such-row"}}')
+    row, why = ctx_for(tmp_path).row
+    assert row is not None
+    assert row.id == "verl0.9-vllm0.24.0"
+    assert "no-such-row" in why
