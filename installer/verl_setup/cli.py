@@ -26,6 +26,7 @@ SUBCOMMANDS = {
     "verify": ("verify", "does an environment (or every Ray node) match its lock or row?"),
     "doctor": ("doctor", "the silent traps (Python, CUDA, Ray, HF cache, GPU memory, launch)"),
     "diagnose": ("diagnose", "after a failed run: read its logs, name the first cause and a remedy"),
+    "report": ("report", "one Markdown block for a bug report: host, row, verify, doctor, diagnose"),
 }
 
 
