@@ -310,6 +310,7 @@ def test_doctor_on_this_gpu_less_machine_is_fast_and_skips_gpu_checks() -> None:
         "hf-cache",
         "gpu-memory",
         "memory",
+        "engine-env",
         "launch",
     ]
     assert checks["collective"]["status"] == "skip"  # a real collective only when asked by name

@@ -198,3 +198,42 @@ def test_doctor_uses_the_row_recorded_in_the_env_not_the_first_match(tmp_path: P
     assert row is not None
     assert row.id == "verl0.9-vllm0.24.0"
     assert "no-such-row" in why
+
+
+@pytest.mark.parametrize(
+    ("vllm", "env", "status", "says"),
+    [
+        ("0.8.5", {"VLLM_ATTENTION_BACKEND": "XFORMERS"}, "warn", "does not work with vllm 0.8.5"),
+        ("0.8.5", {"VLLM_ATTENTION_BACKEND": "xformers"}, "warn", "V1 engine"),
+        ("0.7.3", {"VLLM_ATTENTION_BACKEND": "XFORMERS"}, "pass", "suit the engine"),
+        ("0.24.0", {"VLLM_ATTENTION_BACKEND": "XFORMERS"}, "pass", "not verified"),
+        ("0.8.5", {"VLLM_ATTENTION_BACKEND": "FLASH_ATTN"}, "pass", "no engine variable"),
+        ("0.8.5", {}, "pass", "no engine variable"),
+    ],
+    ids=["xformers-0.8.5", "lower-case", "xformers-0.7.3", "xformers-0.24-unverified", "flash-attn", "unset"],
+)
+def test_engine_variables_the_installed_engine_rejects(
+    vllm: str, env: dict[str, str], status: str, says: str
+) -> None:
+    # verl#940: VLLM_ATTENTION_BACKEND=XFORMERS from verl's vLLM 0.6/0.7 examples, with vLLM 0.8.
+    from types import SimpleNamespace  # noqa: PLC0415
+
+    from verl_setup.doctor.checks.engine_env import check_engine_env  # noqa: PLC0415
+    from verl_setup.doctor.result import report_text  # noqa: PLC0415
+
+    ctx = Context(options=Options(), host=host(), env={"PATH": "", **env}, matrix=load_matrix())
+    ctx.__dict__["target"] = (SimpleNamespace(prefix="/env", dists={"verl": "0.4.1", "vllm": vllm}), "")
+    result = check_engine_env(ctx)
+    assert result.status == status
+    assert says in report_text([result]) + " ".join(f.message for f in result.findings)
+
+
+def test_the_engine_variable_table_rejects_a_bad_entry(tmp_path: Path) -> None:
+    from verl_setup.errors import BadInputError  # noqa: PLC0415
+    from verl_setup.matrix.engine_env import engine_env_path, load_engine_env  # noqa: PLC0415
+
+    assert load_engine_env().variables[0].name == "VLLM_ATTENTION_BACKEND"
+    bad = tmp_path / "engine_env.yaml"
+    bad.write_text(engine_env_path().read_text().replace('rejects: ">=0.8,<0.10"', 'rejects: "0.8 and up"'))
+    with pytest.raises(BadInputError, match="rejects"):
+        load_engine_env(bad)
