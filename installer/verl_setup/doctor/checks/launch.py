@@ -13,6 +13,7 @@ from typing import Any
 
 from packaging.version import InvalidVersion, Version
 
+from verl_setup.doctor.checks.launch_hydra import lint_with_hydra
 from verl_setup.doctor.checks.launch_targets import lint_targets
 from verl_setup.doctor.context import Context
 from verl_setup.doctor.probes.launch_command import Launch, Resolver
@@ -61,6 +62,7 @@ def check_launch(ctx: Context) -> CheckResult:
     findings += lint_values(resolver, target.dists, evidence, known_rollouts(config))
     findings += explain_rollout_n(resolver, config, evidence)
     findings += lint_targets(resolver, target, noter(resolver, evidence), evidence)
+    findings += lint_with_hydra(ctx.launch, config, target, ctx.env, evidence)
     return fold(ID, findings, evidence, ok="launch command fits the installed verl's config")
 
 
