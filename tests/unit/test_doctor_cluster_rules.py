@@ -262,3 +262,70 @@ def test_the_engine_variable_table_rejects_a_bad_entry(tmp_path: Path) -> None:
     bad.write_text(engine_env_path().read_text().replace('rejects: ">=0.8,<0.10"', 'rejects: "0.8 and up"'))
     with pytest.raises(BadInputError, match="rejects"):
         load_engine_env(bad)
+
+
+def test_sized_all_gather_verdicts_against_the_timeout() -> None:
+    from verl_setup.doctor.checks.collective_size import judge_sized  # noqa: PLC0415
+
+    numel = 823186976  # verl#5750's NumelOut
+    ranks = [{"rank": 0, "sized_seconds": 12.0}, {"rank": 1, "sized_seconds": 20.0}]
+    (ok,) = judge_sized(ranks, numel, 600)
+    assert ok.status == "pass"
+    assert ok.message == (
+        "an all-gather of 823186976 elements (1.65 GB in bf16) took 20.00 s on the slowest of 2 rank(s): "
+        "3.3% of actor_rollout_ref.nccl_timeout=600 s"
+    )
+    (slow,) = judge_sized(ranks, numel, 30)
+    assert slow.status == "warn"
+    assert "slow but healthy" in slow.message
+    (over,) = judge_sized(ranks, numel, 15)
+    assert over.status == "fail"
+    assert "above 40 s" in (over.remedy or "")
+    (broken,) = judge_sized([{"rank": 0, "sized_error": "RuntimeError: timed out"}], numel, 600)
+    assert broken.status == "fail"
+    assert "timed out" in broken.message
+
+
+def test_a_32b_untied_model_loads_once_per_node_and_offload_is_counted(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Census finding 6 (verl#1964: 32B, 400 GB host, trained 200 steps): the loading estimate was
+    # model x 8 workers = 488 GiB, a FAIL. verl 0.9.1 loads the HF weights in rank 0 only when the
+    # model does not tie its embeddings; the others start on meta tensors.
+    import json  # noqa: PLC0415
+
+    from verl_setup.doctor.checks import memory  # noqa: PLC0415
+
+    model = tmp_path / "Qwen2.5-32B"
+    model.mkdir()
+    (model / "config.json").write_text(
+        json.dumps({"tie_word_embeddings": False, "torch_dtype": "bfloat16", "num_hidden_layers": 64})
+    )
+    (model / "model.safetensors.index.json").write_text(json.dumps({"metadata": {"total_size": 61 * 2**30}}))
+    meminfo_file = tmp_path / "meminfo"
+    meminfo_file.write_text("MemTotal:       390594560 kB\nMemAvailable:   380000000 kB\n")
+    real_meminfo = memory.meminfo
+    monkeypatch.setattr(memory, "meminfo", lambda: real_meminfo(meminfo_file))  # the thread's 400 GB
+    monkeypatch.setattr(memory, "cgroup_limit", lambda: (None, ""))
+
+    def run_memory(*extra: str) -> tuple[str, str, list[str]]:
+        launch = ("python3", "-m", "verl.trainer.main_ppo", f"actor_rollout_ref.model.path={model}",
+                  "trainer.n_gpus_per_node=8", "trainer.nnodes=1", *extra)  # fmt: skip
+        ctx = Context(options=Options(launch=launch), host=host(), env={"PATH": ""}, matrix=load_matrix())
+        result = memory.check_memory(ctx)
+        estimates = next(e.value for e in result.evidence if e.name == "estimates")
+        return result.status, estimates, [f.message for f in result.findings if f.status != "pass"]
+
+    _status, estimates, problems = run_memory()
+    assert estimates.startswith("loading 61.0 GiB (model x 1: rank 0 only: tie_word_embeddings=false")
+    assert not [p for p in problems if "colocated workers loading" in p]
+    assert any("a checkpoint save needs about 427.0 GiB" in p for p in problems)  # the thread's real OOM
+    _status, estimates, problems = run_memory(
+        "actor_rollout_ref.actor.fsdp_config.param_offload=True",
+        "actor_rollout_ref.actor.fsdp_config.optimizer_offload=True",
+    )
+    assert (
+        "offloaded state 366.0 GiB (param_offload 2x + optimizer_offload 4x the model over 1 node(s))"
+        in estimates
+    )
+    assert any("colocated workers loading" in p and "0.95 of host RAM" in p for p in problems)
