@@ -34,6 +34,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--matrix", type=Path, metavar="FILE", help="use this rows file instead of the bundled one"
     )
+    p.add_argument(
+        "--bucket-numel", type=int, metavar="N",
+        help="collective: also time an all-gather of N elements (a failed run's NumelOut; default: "
+        "estimated from the launch's model folder) against actor_rollout_ref.nccl_timeout",
+    )  # fmt: skip
     p.add_argument("launch", nargs="*", metavar="-- LAUNCH COMMAND", help="the training command to lint")
     p.set_defaults(run=run)
 
@@ -50,6 +55,7 @@ def options_from_args(args: argparse.Namespace) -> Options:
         model_size=args.model_size,
         launch=tuple(launch),
         matrix=args.matrix,
+        bucket_numel=args.bucket_numel,
     )
 
 

@@ -39,6 +39,7 @@ class Options:
     model_size: str | None = None
     launch: tuple[str, ...] = ()
     matrix: Path | None = None
+    bucket_numel: int | None = None  # collective: elements of the run's all-gather (a NumelOut)
 
 
 @dataclass(frozen=True, kw_only=True)
