@@ -10,11 +10,9 @@ from typing import Literal
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import InvalidVersion, Version
 
-from verl_setup.errors import BadInputError
-from verl_setup.util.databuild import Builder
+from verl_setup.util.databuild import load_table
 from verl_setup.util.paths import data_dir
 from verl_setup.util.vocab import ROLLOUT_ENGINES
-from verl_setup.util.yamlread import YamlError, read_yaml
 
 Verdict = Literal["accepts", "rejects", "not verified"]
 
@@ -66,17 +64,7 @@ def engine_env_path() -> Path:
 @lru_cache(maxsize=2)
 def load_engine_env(path: Path | None = None) -> EngineEnvFile:
     """Load and check the table; BadInputError names the first problem."""
-    path = path or engine_env_path()
-    try:
-        data, _ = read_yaml(path)
-    except YamlError as exc:
-        raise BadInputError(str(exc)) from exc
-    builder = Builder(str(path))
-    facts = builder.build(EngineEnvFile, data, "", 1)
-    problems = builder.problems if facts is None else _check(facts, str(path))
-    if facts is None or problems:
-        raise BadInputError(problems[0])
-    return facts
+    return load_table(path or engine_env_path(), EngineEnvFile, _check)
 
 
 def _check(facts: EngineEnvFile, file: str) -> list[str]:

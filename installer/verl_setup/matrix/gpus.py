@@ -9,10 +9,9 @@ from functools import cached_property, lru_cache
 from pathlib import Path
 
 from verl_setup.errors import BadInputError
-from verl_setup.util.databuild import Builder
+from verl_setup.util.databuild import load_table
 from verl_setup.util.paths import data_dir
 from verl_setup.util.versions import parse_minor
-from verl_setup.util.yamlread import YamlError, read_yaml
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -103,17 +102,7 @@ def gpus_path() -> Path:
 @lru_cache(maxsize=2)
 def load_gpu_table(path: Path | None = None) -> GpuTable:
     """Load and check the GPU table; BadInputError names the first problem."""
-    path = path or gpus_path()
-    try:
-        data, _ = read_yaml(path)
-    except YamlError as exc:
-        raise BadInputError(str(exc)) from exc
-    builder = Builder(str(path))
-    facts = builder.build(GpusFile, data, "", 1)
-    problems = builder.problems if facts is None else _check(facts, str(path))
-    if facts is None or problems:
-        raise BadInputError(problems[0])
-    return GpuTable(facts)
+    return GpuTable(load_table(path or gpus_path(), GpusFile, _check))
 
 
 def _check(facts: GpusFile, file: str) -> list[str]:

@@ -6,10 +6,13 @@ from __future__ import annotations
 import dataclasses
 import types
 import typing
+from collections.abc import Callable
+from pathlib import Path
 from typing import Any, Literal, TypeVar
 
+from verl_setup.errors import BadInputError
 from verl_setup.util.vocab import suggest
-from verl_setup.util.yamlread import LinedDict
+from verl_setup.util.yamlread import LinedDict, YamlError, read_yaml
 
 T = TypeVar("T")
 
@@ -131,3 +134,17 @@ def _label(item: Any, index: int) -> str:
     if isinstance(item, dict) and isinstance(item.get("id"), str):
         return str(item["id"])
     return str(index)
+
+
+def load_table(path: Path, cls: type[T], check: Callable[[T, str], list[str]]) -> T:
+    """A data table (matrices/*.yaml) as `cls`, built and checked; BadInputError names the first problem."""
+    try:
+        data, _ = read_yaml(path)
+    except YamlError as exc:
+        raise BadInputError(str(exc)) from exc
+    builder = Builder(str(path))
+    facts = builder.build(cls, data, "", 1)
+    problems = builder.problems if facts is None else check(facts, str(path))
+    if facts is None or problems:
+        raise BadInputError(problems[0])
+    return facts
