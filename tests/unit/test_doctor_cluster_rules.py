@@ -329,3 +329,49 @@ def test_a_32b_untied_model_loads_once_per_node_and_offload_is_counted(
         in estimates
     )
     assert any("colocated workers loading" in p and "0.95 of host RAM" in p for p in problems)
+
+
+def test_the_gpu_side_estimate_names_its_formula_and_a_kv_cache_that_cannot_fit(tmp_path: Path) -> None:
+    import json  # noqa: PLC0415
+
+    from verl_setup.doctor.checks.memory_gpu import gpu_estimates  # noqa: PLC0415
+
+    model = tmp_path / "Qwen2.5-7B-Instruct"  # its config.json's shape figures
+    model.mkdir()
+    (model / "config.json").write_text(json.dumps({
+        "num_hidden_layers": 28, "num_attention_heads": 28, "num_key_value_heads": 4, "hidden_size": 3584,
+        "vocab_size": 152064, "torch_dtype": "bfloat16", "tie_word_embeddings": False,
+    }))  # fmt: skip
+    (model / "model.safetensors.index.json").write_text(json.dumps({"metadata": {"total_size": 60 * GIB_}}))
+    facts = host(driver="570.124.06", gpus=(("NVIDIA H100 80GB HBM3", "9.0"),))  # 81559 MiB
+
+    def estimate(*extra: str) -> tuple[list[Any], dict[str, str]]:
+        launch = ("python3", "-m", "verl.trainer.main_ppo", f"actor_rollout_ref.model.path={model}", *extra)
+        ctx = Context(options=Options(launch=launch), host=facts, env={"PATH": ""}, matrix=load_matrix())
+        evidence: list[Any] = []
+        findings = gpu_estimates(ctx, evidence)
+        return findings, {e.name: e.value for e in evidence}
+
+    findings, ev = estimate("actor_rollout_ref.rollout.tensor_model_parallel_size=1")
+    assert [f.status for f in findings] == ["fail"]
+    assert "No available memory for the cache blocks" in findings[0].message
+    findings, ev = estimate(
+        "actor_rollout_ref.rollout.tensor_model_parallel_size=2",
+        "actor_rollout_ref.rollout.gpu_memory_utilization=0.6",
+        "data.max_prompt_length=1024", "data.max_response_length=3072",
+        "actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu=4",
+    )  # fmt: skip
+    assert findings == []
+    assert ev["GPU estimate (rollout)"].startswith(
+        "weights 30.0 GiB per GPU (weights / TP 2); KV room 17.8 GiB"
+    )
+    assert (
+        "one 4096-token sequence's KV 112 MiB (2 x 28 layers x 2 KV heads x 128 x 2 B x 4096)"
+        in ev["GPU estimate (rollout)"]
+    )
+    assert ev["GPU estimate (trainer)"].startswith(
+        "logits 9.3 GiB per micro-batch (ppo_micro_batch_size_per_gpu 4"
+    )
+
+
+GIB_ = 1024**3

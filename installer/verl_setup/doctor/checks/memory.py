@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from verl_setup.doctor.checks.memory_gpu import gpu_estimates
 from verl_setup.doctor.context import Context
 from verl_setup.doctor.probes.launch_command import hydra_value
 from verl_setup.doctor.probes.model_files import read_model
@@ -106,6 +107,7 @@ def check_memory(ctx: Context) -> CheckResult:
             )
         )
     findings += _shm(evidence)
+    findings += gpu_estimates(ctx, evidence)
     return fold(ID, findings, evidence, ok=f"{_gib(usable)} of memory covers loading and saving")
 
 
