@@ -38,6 +38,7 @@ CASES = [
       "torch": "60.49 GiB"}),
     ("cuda-oom-rollout-verl-302.log", "cuda-oom", 12, {"side": "rollout"}),
     ("kv-cache-vllm-10439.log", "kv-cache-memory", 2, {"engine": "vLLM"}),
+    ("kv-cache-sglang-4330.log", "kv-cache-memory", 1, {"engine": "SGLang"}),
     ("nccl-timeout-verl-5750.log", "nccl-timeout", 2,
      {"op": "_ALLGATHER_BASE", "numel_out": "823186976", "timeout_ms": "600000", "ranks_reporting": "0"}),
     ("nccl-timeout-verl-597.log", "nccl-timeout", 1,
@@ -54,6 +55,7 @@ CASES = [
     ("resource-wait-efficientzero-44.log", "resource-wait", 1, {"demand": "{'GPU': 0.125, 'CPU': 0.5}"}),
     ("hydra-ttrl-24.log", "hydra", 1, {"key": "reward_model.reward_kwargs.n_samples_per_prompt"}),
     ("hydra-verl-4157.log", "hydra", 8, {"full": "actor_rollout_ref.actor.policy_loss.rollout_correction"}),
+    ("hydra-grammar-recorded-1.3.2.log", "hydra", 1, {}),
     ("import-error-verl-6931.log", "import-error", 1, {"module": "megatron.bridge"}),
     ("import-error-flash-attn-neurips-12.log", "import-error", 3, {"symbol": "_ZN3c104cuda9SetDeviceEi"}),
 ]  # fmt: skip

@@ -29,7 +29,7 @@ def hydra(hits: Sequence[Hit]) -> Finding:
                     facts.update(m.groupdict())
     key = facts.get("key") or facts.get("full") or facts.get("leaf")
     grammar = any(
-        w in h.text for h in hits for w in ("LexerNoViableAlt", "OverrideParseException", "mismatched input")
+        w in h.text for h in hits for w in ("OverrideParseException", "no viable alternative at input")
     )
     if grammar:
         summary = "Hydra could not parse an override"

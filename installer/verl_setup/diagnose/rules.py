@@ -54,9 +54,8 @@ RULES: tuple[Rule, ...] = (
         id="hydra",
         tier=0,
         trigger=r"Could not override '|is not in struct|ConfigKeyError|ConfigAttributeError"
-        r"|OverrideParseException|LexerNoViableAltException|mismatched input .{0,80} expecting"
-        r"|Could not append to config|Could not load '",
-        anchors=(b"Could not ", b"struct", b"rror", b"Exception", b"mismatched input"),
+        r"|OverrideParseException|no viable alternative at input",
+        anchors=(b"Could not ", b"struct", b"rror", b"Exception", b"no viable alternative"),
     ),
     Rule(
         id="resource-wait",
@@ -84,8 +83,7 @@ RULES: tuple[Rule, ...] = (
         id="kv-cache-memory",
         tier=0,
         trigger=r"No available memory for the cache blocks"
-        r"|Not enough memory\. Please try to increase --mem-fraction-static"
-        r"|larger than the available KV cache memory",
+        r"|Not enough memory\. Please try to increase --mem-fraction-static",
         anchors=(b"emory",),
     ),
     Rule(
