@@ -129,7 +129,8 @@ def worker_died(hits: Sequence[Hit], session_logs: Sequence[str], *, as_verdict:
             "`ray stop --force`) or crashed (SIGSEGV); run diagnose where the kernel log (dmesg) and the "
             "cgroup's memory.events are readable, and pass Ray's session folder (/tmp/ray/session_latest)"
         )
-    who = facts.get("actor", "a Ray worker") + (f" (pid {facts['pid']})" if "pid" in facts else "")
+    worker = f"Ray worker {facts['worker_id'][:12]}" if "worker_id" in facts else "a Ray worker"
+    who = facts.get("actor", worker) + (f" (pid {facts['pid']})" if "pid" in facts else "")
     exit_ = f": {facts['exit']}, {facts['exit_detail']}" if "exit" in facts else ""
     return Finding(
         cls="worker-died", tier=1, summary=f"{who} died{exit_}", evidence=tuple(evidence),
