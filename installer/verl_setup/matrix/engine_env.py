@@ -10,9 +10,9 @@ from typing import Literal
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import InvalidVersion, Version
 
-from verl_setup.util.databuild import load_table
 from verl_setup.util.paths import data_dir
 from verl_setup.util.vocab import ROLLOUT_ENGINES
+from verl_setup.util.yamlread import load_table
 
 Verdict = Literal["accepts", "rejects", "not verified"]
 

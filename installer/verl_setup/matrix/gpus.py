@@ -9,7 +9,7 @@ from functools import cached_property, lru_cache
 from pathlib import Path
 
 from verl_setup.errors import BadInputError
-from verl_setup.util.databuild import load_table
+from verl_setup.matrix.cache import cached
 from verl_setup.util.paths import data_dir
 from verl_setup.util.versions import parse_minor
 
@@ -102,7 +102,14 @@ def gpus_path() -> Path:
 @lru_cache(maxsize=2)
 def load_gpu_table(path: Path | None = None) -> GpuTable:
     """Load and check the GPU table; BadInputError names the first problem."""
-    return GpuTable(load_table(path or gpus_path(), GpusFile, _check))
+    path = path or gpus_path()
+    return cached("gpus", (path,), GpuTable, lambda: _parse(path))
+
+
+def _parse(path: Path) -> GpuTable:
+    from verl_setup.util.yamlread import load_table  # noqa: PLC0415  # a cached table needs no YAML
+
+    return GpuTable(load_table(path, GpusFile, _check))
 
 
 def _check(facts: GpusFile, file: str) -> list[str]:

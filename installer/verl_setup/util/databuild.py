@@ -6,15 +6,19 @@ from __future__ import annotations
 import dataclasses
 import types
 import typing
-from collections.abc import Callable
-from pathlib import Path
 from typing import Any, Literal, TypeVar
 
-from verl_setup.errors import BadInputError
 from verl_setup.util.vocab import suggest
-from verl_setup.util.yamlread import LinedDict, YamlError, read_yaml
 
 T = TypeVar("T")
+
+
+# Here, not in yamlread.py: a host file is JSON, and reading one should not import a YAML parser.
+class LinedDict(dict[str, Any]):
+    """A mapping that remembers the line of itself and of each key (1-based)."""
+
+    line: int = 0
+    key_lines: dict[str, int]
 
 
 class Builder:
@@ -134,17 +138,3 @@ def _label(item: Any, index: int) -> str:
     if isinstance(item, dict) and isinstance(item.get("id"), str):
         return str(item["id"])
     return str(index)
-
-
-def load_table(path: Path, cls: type[T], check: Callable[[T, str], list[str]]) -> T:
-    """A data table (matrices/*.yaml) as `cls`, built and checked; BadInputError names the first problem."""
-    try:
-        data, _ = read_yaml(path)
-    except YamlError as exc:
-        raise BadInputError(str(exc)) from exc
-    builder = Builder(str(path))
-    facts = builder.build(cls, data, "", 1)
-    problems = builder.problems if facts is None else check(facts, str(path))
-    if facts is None or problems:
-        raise BadInputError(problems[0])
-    return facts

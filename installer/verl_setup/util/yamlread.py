@@ -6,21 +6,17 @@ use none), a nesting cap, and numbers only as long as Python will convert them."
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import yaml
 
+from verl_setup.errors import BadInputError
 from verl_setup.util.bounded import MAX_DEPTH, BoundError, one_line, read_capped
+from verl_setup.util.databuild import Builder, LinedDict
 
 MAX_BYTES = 4 * 2**20  # matrices/verl.yaml is ~60 KB
-
-
-class LinedDict(dict[str, Any]):
-    """A mapping that remembers the line of itself and of each key (1-based)."""
-
-    line: int = 0
-    key_lines: dict[str, int]
 
 
 class YamlError(Exception):
@@ -98,3 +94,20 @@ def read_yaml(path: Path) -> tuple[Any, bytes]:
         raise YamlError(f"{where}: unusable value: {one_line(str(exc))}") from exc
     finally:
         loader.dispose()
+
+
+T = TypeVar("T")
+
+
+def load_table(path: Path, cls: type[T], check: Callable[[T, str], list[str]]) -> T:
+    """A data table (matrices/*.yaml) as `cls`, built and checked; BadInputError names the first problem."""
+    try:
+        data, _ = read_yaml(path)
+    except YamlError as exc:
+        raise BadInputError(str(exc)) from exc
+    builder = Builder(str(path))
+    facts = builder.build(cls, data, "", 1)
+    problems = builder.problems if facts is None else check(facts, str(path))
+    if facts is None or problems:
+        raise BadInputError(problems[0])
+    return facts
