@@ -278,10 +278,10 @@ def test_the_targets_own_hydra_rejects_an_override_the_grammar_does_not_take(ver
 
 
 def test_a_good_launch_composes_and_a_missing_key_is_left_to_verls_rule(verl091_hydra: Path) -> None:
-    code, check = lint(verl091_hydra, *GOOD)
-    assert code == 0
+    _, check = lint(verl091_hydra, *GOOD)  # (this env has no sglang: that finding is not Hydra's)
     assert any(e["name"] == "hydra" and "composed" in e["value"] for e in check["evidence"])
-    code, check = lint(verl091_hydra, *GOOD, "actor_rollout_ref.actor.fsdp_config.grad_offload=True")
+    assert not any(f["message"].startswith("Hydra") for f in check["findings"])
+    _, check = lint(verl091_hydra, *GOOD, "actor_rollout_ref.actor.fsdp_config.grad_offload=True")
     messages = [f["message"] for f in check["findings"]]
     assert any("grad_offload is not in verl 0.9.1's config" in m for m in messages)
     assert not any(m.startswith("Hydra") for m in messages)
