@@ -57,8 +57,9 @@ def nccl_timeout(hits: Sequence[Hit], *, as_verdict: bool) -> Finding:
     remedy = (
         *(("no rank's own failure (an OOM, a traceback) was found in what was read: add that rank's "
            "worker log if you have it",) if as_verdict else ()),
-        "time the link before launch with `verl-setup doctor --check collective -- <launch>` (it all-gathers "
-        "the run's bucket size against the timeout): a broken link fails it, a slow one shows its time",
+        "time the link before launch with `verl-setup doctor --check collective --bucket-numel "
+        f"{facts.get('numel_out', 'N')} -- <launch>` (it all-gathers that many elements against the "
+        "timeout): a broken link fails it, a slow one shows its time",
         "if the link is healthy but slow for a buffer this size, raise actor_rollout_ref.nccl_timeout "
         "(seconds; verl 0.9 defaults to 600)",
     )  # fmt: skip
