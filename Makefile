@@ -48,6 +48,7 @@ golden: $(STAMP)
 bench: $(STAMP)
 	$(BIN)/python bench/startup.py
 	$(BIN)/python bench/install.py
+	$(BIN)/python bench/diagnose.py --gib 1
 
 clean:
 	rm -rf $(VENV) build dist .pytest_cache .mypy_cache .ruff_cache

@@ -33,6 +33,8 @@ SUBCOMMANDS = {
     "wheelhouse": ("wheelhouse", "build a row's torch extensions once into a shared PEP 503 folder"),
     "doctor": ("doctor", "the silent traps (Python, CUDA, Ray, HF cache, GPU memory, launch)"),
     "completion": ("completion", "a shell completion script (bash, zsh, fish) from this parser"),
+    "diagnose": ("diagnose", "after a failed run: read its logs, name the first cause and a remedy"),
+    "report": ("report", "one Markdown block for a bug report: host, row, verify, doctor, diagnose"),
 }
 
 EPILOG = """\

@@ -41,8 +41,14 @@ def cluster() -> Iterator[Cluster]:
         stop_cluster(started)
 
 
+def doctor_sized(
+    monkeypatch: pytest.MonkeyPatch, cluster: Cluster, numel: int, *launch: str
+) -> tuple[int, dict[str, Any]]:
+    return doctor(monkeypatch, cluster, *launch, flags=("--bucket-numel", str(numel)))
+
+
 def doctor(
-    monkeypatch: pytest.MonkeyPatch, cluster: Cluster, *launch: str, **env: str
+    monkeypatch: pytest.MonkeyPatch, cluster: Cluster, *launch: str, flags: tuple[str, ...] = (), **env: str
 ) -> tuple[int, dict[str, Any]]:
     for name in [n for n in os.environ if n.startswith(("RAY_", "NCCL_", "GLOO_", "MASTER_"))]:
         monkeypatch.delenv(name)
@@ -52,7 +58,7 @@ def doctor(
         monkeypatch.setenv(name, value)
     result = run_cli(
         "doctor", "--json", "--check", "collective", "--prefix", str(cluster.venv),
-        "--ray-address", cluster.address, *(("--", *launch) if launch else ()),
+        "--ray-address", cluster.address, *flags, *(("--", *launch) if launch else ()),
     )  # fmt: skip
     assert result.err == "", result.err
     check = json_data(result.out)["checks"][0]
@@ -114,3 +120,30 @@ def test_a_taken_rendezvous_port_fails_the_collective(
     assert f":{port} is taken" in taken[0]["message"]
     assert "EADDRINUSE" in taken[0]["message"] or "address already in use" in taken[0]["message"]
     assert code == 5
+
+
+def test_a_sized_all_gather_is_timed_against_nccl_timeout(
+    cluster: Cluster, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # verl#5750's bucket was 823186976 bf16 elements; 5e7 (100 MB per gather) keeps this test
+    # within this machine's memory, on the same code path. A 1 s timeout makes the same gather slow.
+    numel = 50_000_000
+    code, check = doctor_sized(monkeypatch, cluster, numel)
+    sized = [f for f in check["findings"] if f["message"].startswith(f"an all-gather of {numel} elements")]
+    assert len(sized) == 1, check
+    assert "0.10 GB in bf16" in sized[0]["message"]
+    assert "of actor_rollout_ref.nccl_timeout=600 s" in sized[0]["message"]
+    assert sized[0]["status"] == "pass"
+    evidence = {e["name"]: e for e in check["evidence"]}
+    assert evidence["bucket"]["source"] == "--bucket-numel"
+    assert code == 0
+    code, check = doctor_sized(
+        monkeypatch, cluster, numel, "python3", "-m", "verl.trainer.main_ppo",
+        "actor_rollout_ref.nccl_timeout=0.001",
+    )  # fmt: skip
+    messages = " ".join(f["message"] for f in check["findings"])
+    assert (
+        "of actor_rollout_ref.nccl_timeout=0.001 s" in messages
+        or "sized all-gather did not finish" in messages
+    )
+    assert check["status"] == "fail"

@@ -51,7 +51,9 @@ def verl_venv(minor: str, *pins: str) -> Path:
     with (CACHE / ".lock").open("w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)  # xdist workers share the cache
         site = next(iter(venv.glob("lib/python*/site-packages")), None)
-        if site and all(list(site.glob(p.replace("==", "-") + ".dist-info")) for p in pins):
+        # dist-info folders carry the normalized name (antlr4_python3_runtime-4.9.3.dist-info).
+        have = {d.name.lower().replace("_", "-") for d in site.glob("*.dist-info")} if site else set()
+        if site and all(p.lower().replace("==", "-").replace("_", "-") + ".dist-info" in have for p in pins):
             return venv
         env = {**os.environ, "UV_PYTHON_DOWNLOADS": "never"}
         uv = find_uv()
@@ -253,3 +255,32 @@ def test_no_verl_in_the_env_is_a_skip_with_the_reason() -> None:
     (check,) = json_data(result.out)["checks"]
     assert check["status"] == "skip"
     assert "verl is not installed in" in check["summary"]
+
+
+@pytest.fixture(scope="session")
+def verl091_hydra() -> Path:
+    """verl 0.9.1 with the Hydra its wheel declares (hydra-core and what it needs, no torch)."""
+    return verl_venv(
+        "3.12", "verl==0.9.1", "hydra-core==1.3.2", "omegaconf==2.3.0", "antlr4-python3-runtime==4.9.3",
+        "PyYAML==6.0.2", "packaging==24.2",
+    )  # fmt: skip
+
+
+def test_the_targets_own_hydra_rejects_an_override_the_grammar_does_not_take(verl091_hydra: Path) -> None:
+    # Census finding: the regex re-implementation accepted `data.train_batch_size=[1,2`.
+    code, check = lint(verl091_hydra, *GOOD, "data.train_batch_size=[1,2")
+    assert code == 5
+    hydra = [f for f in check["findings"] if f["message"].startswith("Hydra 1.3.2 rejects")]
+    assert len(hydra) == 1
+    assert "OverrideParseException" in hydra[0]["message"]
+    assert "[1,2" in hydra[0]["message"]
+
+
+def test_a_good_launch_composes_and_a_missing_key_is_left_to_verls_rule(verl091_hydra: Path) -> None:
+    _, check = lint(verl091_hydra, *GOOD)  # (this env has no sglang: that finding is not Hydra's)
+    assert any(e["name"] == "hydra" and "composed" in e["value"] for e in check["evidence"])
+    assert not any(f["message"].startswith("Hydra") for f in check["findings"])
+    _, check = lint(verl091_hydra, *GOOD, "actor_rollout_ref.actor.fsdp_config.grad_offload=True")
+    messages = [f["message"] for f in check["findings"]]
+    assert any("grad_offload is not in verl 0.9.1's config" in m for m in messages)
+    assert not any(m.startswith("Hydra") for m in messages)

@@ -178,3 +178,200 @@ def test_a_left_over_ray_auth_token_is_named(tmp_path: Path) -> None:
     (finding,) = auth_token_findings(ctx(env={"HOME": str(tmp_path)}))
     assert finding.message.startswith(f"{tmp_path}/.ray/auth_token exists and RAY_AUTH_MODE is unset")
     assert auth_token_findings(ctx(env={"HOME": str(tmp_path), "RAY_AUTH_MODE": "disabled"})) == []
+
+
+def test_ray_gpu_count_honours_cuda_visible_devices() -> None:
+    # Census finding 3 (verl#5954): with CUDA_VISIBLE_DEVICES=0,1 on an 8-GPU host the static line
+    # said "8 here, 8 wanted"; Ray itself counts the two visible ones.
+    from verl_setup.doctor.checks.ray_local import _gpus_here  # noqa: PLC0415  # the rule alone
+
+    facts = host(driver="570.124.06", gpus=(("NVIDIA H100 80GB HBM3", "9.0"),) * 8)
+    for mask, have in (("0,1", 2), (None, 8)):
+        env = {"PATH": ""} if mask is None else {"PATH": "", "CUDA_VISIBLE_DEVICES": mask}
+        ctx = Context(options=Options(), host=facts, env=env, matrix=load_matrix())
+        evidence: list[Any] = []
+        findings = _gpus_here(ctx, 8, 1, evidence)
+        assert evidence[0].value.startswith(f"{have} here")
+        assert evidence[0].value.endswith(", 8 wanted")
+        assert [f.status for f in findings] == (["fail"] if have < 8 else [])
+
+
+def test_doctor_uses_the_row_recorded_in_the_env_not_the_first_match(tmp_path: Path) -> None:
+    # Census finding 2: verl 0.9.1 + vLLM 0.24.0 match both the FSDP row and its -megatron twin,
+    # and the first (FSDP) won, so the TransformerEngine build check was skipped.
+    import json  # noqa: PLC0415
+    from types import SimpleNamespace  # noqa: PLC0415
+
+    def ctx_for(prefix: Path) -> Context:
+        ctx = Context(options=Options(), host=host(), env={"PATH": ""}, matrix=load_matrix())
+        target = SimpleNamespace(prefix=str(prefix), dists={"verl": "0.9.1", "vllm": "0.24.0"})
+        ctx.__dict__["target"] = (target, "")  # the probe's answer, without running an interpreter
+        return ctx
+
+    row, why = ctx_for(tmp_path).row
+    assert row is not None
+    assert row.id == "verl0.9-vllm0.24.0"
+    assert "matches the installed" in why
+    manifest = {"schema": 1, "row": {"id": "verl0.9-vllm0.24.0-megatron", "sha256": "x"}}
+    (tmp_path / "verl-setup.json").write_text(json.dumps(manifest))
+    row, why = ctx_for(tmp_path).row
+    assert row is not None
+    assert row.id == "verl0.9-vllm0.24.0-megatron"
+    assert "verl-setup.json" in why
+    (tmp_path / "verl-setup.json").write_text('{"row": {"id": "no-such-row"}}')
+    row, why = ctx_for(tmp_path).row
+    assert row is not None
+    assert row.id == "verl0.9-vllm0.24.0"
+    assert "no-such-row" in why
+
+
+@pytest.mark.parametrize(
+    ("vllm", "env", "status", "says"),
+    [
+        ("0.8.5", {"VLLM_ATTENTION_BACKEND": "XFORMERS"}, "warn", "does not work with vllm 0.8.5"),
+        ("0.8.5", {"VLLM_ATTENTION_BACKEND": "xformers"}, "warn", "V1 engine"),
+        ("0.7.3", {"VLLM_ATTENTION_BACKEND": "XFORMERS"}, "pass", "suit the engine"),
+        ("0.24.0", {"VLLM_ATTENTION_BACKEND": "XFORMERS"}, "pass", "not verified"),
+        ("0.8.5", {"VLLM_ATTENTION_BACKEND": "FLASH_ATTN"}, "pass", "no engine variable"),
+        ("0.8.5", {}, "pass", "no engine variable"),
+    ],
+    ids=["xformers-0.8.5", "lower-case", "xformers-0.7.3", "xformers-0.24-unverified", "flash-attn", "unset"],
+)
+def test_engine_variables_the_installed_engine_rejects(
+    vllm: str, env: dict[str, str], status: str, says: str
+) -> None:
+    # verl#940: VLLM_ATTENTION_BACKEND=XFORMERS from verl's vLLM 0.6/0.7 examples, with vLLM 0.8.
+    from types import SimpleNamespace  # noqa: PLC0415
+
+    from verl_setup.doctor.checks.engine_env import check_engine_env  # noqa: PLC0415
+    from verl_setup.doctor.result import report_text  # noqa: PLC0415
+
+    ctx = Context(options=Options(), host=host(), env={"PATH": "", **env}, matrix=load_matrix())
+    ctx.__dict__["target"] = (SimpleNamespace(prefix="/env", dists={"verl": "0.4.1", "vllm": vllm}), "")
+    result = check_engine_env(ctx)
+    assert result.status == status
+    assert says in report_text([result]) + " ".join(f.message for f in result.findings)
+
+
+def test_the_engine_variable_table_rejects_a_bad_entry(tmp_path: Path) -> None:
+    from verl_setup.errors import BadInputError  # noqa: PLC0415
+    from verl_setup.matrix.engine_env import engine_env_path, load_engine_env  # noqa: PLC0415
+
+    assert load_engine_env().variables[0].name == "VLLM_ATTENTION_BACKEND"
+    bad = tmp_path / "engine_env.yaml"
+    bad.write_text(engine_env_path().read_text().replace('rejects: ">=0.8,<0.10"', 'rejects: "0.8 and up"'))
+    with pytest.raises(BadInputError, match="rejects"):
+        load_engine_env(bad)
+
+
+def test_sized_all_gather_verdicts_against_the_timeout() -> None:
+    from verl_setup.doctor.checks.collective_size import judge_sized  # noqa: PLC0415
+
+    numel = 823186976  # verl#5750's NumelOut
+    ranks = [{"rank": 0, "sized_seconds": 12.0}, {"rank": 1, "sized_seconds": 20.0}]
+    (ok,) = judge_sized(ranks, numel, 600)
+    assert ok.status == "pass"
+    assert ok.message == (
+        "an all-gather of 823186976 elements (1.65 GB in bf16) took 20.00 s on the slowest of 2 rank(s): "
+        "3.3% of actor_rollout_ref.nccl_timeout=600 s"
+    )
+    (slow,) = judge_sized(ranks, numel, 30)
+    assert slow.status == "warn"
+    assert "slow but healthy" in slow.message
+    (over,) = judge_sized(ranks, numel, 15)
+    assert over.status == "fail"
+    assert "above 40 s" in (over.remedy or "")
+    (broken,) = judge_sized([{"rank": 0, "sized_error": "RuntimeError: timed out"}], numel, 600)
+    assert broken.status == "fail"
+    assert "timed out" in broken.message
+
+
+def test_a_32b_untied_model_loads_once_per_node_and_offload_is_counted(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Census finding 6 (verl#1964: 32B, 400 GB host, trained 200 steps): the loading estimate was
+    # model x 8 workers = 488 GiB, a FAIL. verl 0.9.1 loads the HF weights in rank 0 only when the
+    # model does not tie its embeddings; the others start on meta tensors.
+    import json  # noqa: PLC0415
+
+    from verl_setup.doctor.checks import memory  # noqa: PLC0415
+
+    model = tmp_path / "Qwen2.5-32B"
+    model.mkdir()
+    (model / "config.json").write_text(
+        json.dumps({"tie_word_embeddings": False, "torch_dtype": "bfloat16", "num_hidden_layers": 64})
+    )
+    (model / "model.safetensors.index.json").write_text(json.dumps({"metadata": {"total_size": 61 * 2**30}}))
+    meminfo_file = tmp_path / "meminfo"
+    meminfo_file.write_text("MemTotal:       390594560 kB\nMemAvailable:   380000000 kB\n")
+    real_meminfo = memory.meminfo
+    monkeypatch.setattr(memory, "meminfo", lambda: real_meminfo(meminfo_file))  # the thread's 400 GB
+    monkeypatch.setattr(memory, "cgroup_limit", lambda: (None, ""))
+
+    def run_memory(*extra: str) -> tuple[str, str, list[str]]:
+        launch = ("python3", "-m", "verl.trainer.main_ppo", f"actor_rollout_ref.model.path={model}",
+                  "trainer.n_gpus_per_node=8", "trainer.nnodes=1", *extra)  # fmt: skip
+        ctx = Context(options=Options(launch=launch), host=host(), env={"PATH": ""}, matrix=load_matrix())
+        result = memory.check_memory(ctx)
+        estimates = next(e.value for e in result.evidence if e.name == "estimates")
+        return result.status, estimates, [f.message for f in result.findings if f.status != "pass"]
+
+    _status, estimates, problems = run_memory()
+    assert estimates.startswith("loading 61.0 GiB (model x 1: rank 0 only: tie_word_embeddings=false")
+    assert not [p for p in problems if "colocated workers loading" in p]
+    assert any("a checkpoint save needs about 427.0 GiB" in p for p in problems)  # the thread's real OOM
+    _status, estimates, problems = run_memory(
+        "actor_rollout_ref.actor.fsdp_config.param_offload=True",
+        "actor_rollout_ref.actor.fsdp_config.optimizer_offload=True",
+    )
+    assert (
+        "offloaded state 366.0 GiB (param_offload 2x + optimizer_offload 4x the model over 1 node(s))"
+        in estimates
+    )
+    assert any("colocated workers loading" in p and "0.95 of host RAM" in p for p in problems)
+
+
+def test_the_gpu_side_estimate_names_its_formula_and_a_kv_cache_that_cannot_fit(tmp_path: Path) -> None:
+    import json  # noqa: PLC0415
+
+    from verl_setup.doctor.checks.memory_gpu import gpu_estimates  # noqa: PLC0415
+
+    model = tmp_path / "Qwen2.5-7B-Instruct"  # its config.json's shape figures
+    model.mkdir()
+    (model / "config.json").write_text(json.dumps({
+        "num_hidden_layers": 28, "num_attention_heads": 28, "num_key_value_heads": 4, "hidden_size": 3584,
+        "vocab_size": 152064, "torch_dtype": "bfloat16", "tie_word_embeddings": False,
+    }))  # fmt: skip
+    (model / "model.safetensors.index.json").write_text(json.dumps({"metadata": {"total_size": 60 * GIB_}}))
+    facts = host(driver="570.124.06", gpus=(("NVIDIA H100 80GB HBM3", "9.0"),))  # 81559 MiB
+
+    def estimate(*extra: str) -> tuple[list[Any], dict[str, str]]:
+        launch = ("python3", "-m", "verl.trainer.main_ppo", f"actor_rollout_ref.model.path={model}", *extra)
+        ctx = Context(options=Options(launch=launch), host=facts, env={"PATH": ""}, matrix=load_matrix())
+        evidence: list[Any] = []
+        findings = gpu_estimates(ctx, evidence)
+        return findings, {e.name: e.value for e in evidence}
+
+    findings, ev = estimate("actor_rollout_ref.rollout.tensor_model_parallel_size=1")
+    assert [f.status for f in findings] == ["fail"]
+    assert "No available memory for the cache blocks" in findings[0].message
+    findings, ev = estimate(
+        "actor_rollout_ref.rollout.tensor_model_parallel_size=2",
+        "actor_rollout_ref.rollout.gpu_memory_utilization=0.6",
+        "data.max_prompt_length=1024", "data.max_response_length=3072",
+        "actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu=4",
+    )  # fmt: skip
+    assert findings == []
+    assert ev["GPU estimate (rollout)"].startswith(
+        "weights 30.0 GiB per GPU (weights / TP 2); KV room 17.8 GiB"
+    )
+    assert (
+        "one 4096-token sequence's KV 112 MiB (2 x 28 layers x 2 KV heads x 128 x 2 B x 4096)"
+        in ev["GPU estimate (rollout)"]
+    )
+    assert ev["GPU estimate (trainer)"].startswith(
+        "logits 9.3 GiB per micro-batch (ppo_micro_batch_size_per_gpu 4"
+    )
+
+
+GIB_ = 1024**3

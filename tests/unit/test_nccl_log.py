@@ -77,3 +77,22 @@ def test_route_to_the_head_from_a_recorded_route_table() -> None:
     assert route_interface("203.0.113.9", table) == "eth0"  # the default route
     assert route_interface("127.0.0.1", table) == "lo"
     assert route_interface("10.1.1.1", Path("/nonexistent")) is None
+
+
+def test_verl_726s_own_connect_line_names_the_link_local_address() -> None:
+    # Census finding 4: only `Using` lines were read, so this line gave "no cause named".
+    line = (FIXTURES / "diagnose" / "nccl-connect-verl-726.log").read_text(encoding="utf-8")
+    found = {d.cause: d for d in nccl_log.classify(line)}
+    assert set(found) == {"link-local"}
+    assert "169.254.0.1" in found["link-local"].remedy
+    assert "NCCL_SOCKET_IFNAME" in found["link-local"].remedy
+
+
+def test_connect_lines_by_address_class() -> None:
+    assert nccl_log.address_kind("127.0.0.1") == "loopback"
+    assert nccl_log.address_kind("fe80::966d:ae03:a2:8cf0%ib1") == "link-local"
+    assert nccl_log.address_kind("172.17.0.3") == "container-bridge"
+    routable = nccl_log.classify(
+        (FIXTURES / "diagnose" / "nccl-connect-routable-nccl-tests-166.log").read_text()
+    )
+    assert [d.cause for d in routable] == ["unreachable", "timeout"]

@@ -7,6 +7,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TextIO
 
+from verl_setup.diagnose.sources import failed_session
 from verl_setup.doctor.context import Options
 from verl_setup.doctor.result import report_json, report_text
 from verl_setup.doctor.run import make_context, run_checks, selected
@@ -33,6 +34,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--matrix", type=Path, metavar="FILE", help="use this rows file instead of the bundled one"
     )
+    p.add_argument(
+        "--bucket-numel", type=int, metavar="N",
+        help="collective: also time an all-gather of N elements (a failed run's NumelOut; default: "
+        "estimated from the launch's model folder) against actor_rollout_ref.nccl_timeout",
+    )  # fmt: skip
     p.add_argument("launch", nargs="*", metavar="-- LAUNCH COMMAND", help="the training command to lint")
     p.set_defaults(run=run)
 
@@ -49,6 +55,7 @@ def options_from_args(args: argparse.Namespace) -> Options:
         model_size=args.model_size,
         launch=tuple(launch),
         matrix=args.matrix,
+        bucket_numel=args.bucket_numel,
     )
 
 
@@ -59,10 +66,18 @@ def run(args: argparse.Namespace, env: Mapping[str, str], out: TextIO) -> int:
     host = from_env(args.host, env, "VERL_SETUP_HOST")
     results = run_checks(make_context(options, env, host))
     failed = [r.id for r in results if r.status == "fail"]
+    session = failed_session(env)
+    hint = (
+        f"a Ray session at {session} has a worker that wrote to its .err: if that launch failed, "
+        f"`verl-setup diagnose {session}` names its first cause"
+        if session
+        else None
+    )
     if args.json:
         error = CheckFailedError(f"{len(failed)} checks failed: {', '.join(failed)}") if failed else None
-        out.write(envelope("doctor", report_json(results), error=error))
+        data = {**report_json(results), **({"diagnose_hint": hint} if hint else {})}
+        out.write(envelope("doctor", data, error=error))
     else:
-        out.write(report_text(results))
+        out.write(report_text(results) + (f"hint: {hint}\n" if hint else ""))
     out.flush()
     return CheckFailedError.exit_code if failed else 0

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -12,11 +13,13 @@ from typing import TYPE_CHECKING
 from verl_setup.doctor.probes.env import TargetEnv, choose_python, probe_env
 from verl_setup.doctor.probes.launch_command import Launch, Resolver, hydra_value, module_of, parse_launch
 from verl_setup.doctor.probes.verl_config import VerlConfig, entry_config, load_config
+from verl_setup.environment.verify import MANIFEST
 from verl_setup.errors import BadInputError, NoCompatibleRowError
 from verl_setup.host.facts import HostFacts, load_host_file
 from verl_setup.matrix.load import Matrix
 from verl_setup.matrix.schema import Row
 from verl_setup.plan.target import Request, build_target
+from verl_setup.util.bounded import BoundError, read_capped
 from verl_setup.util.vocab import ROLLOUT_ENGINES
 
 if TYPE_CHECKING:
@@ -36,6 +39,7 @@ class Options:
     model_size: str | None = None
     launch: tuple[str, ...] = ()
     matrix: Path | None = None
+    bucket_numel: int | None = None  # collective: elements of the run's all-gather (a NumelOut)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -104,6 +108,14 @@ class Context:
     def row(self) -> tuple[Row | None, str]:
         """The matrix row this env was installed from, else the row planned for this host."""
         target, _ = self.target
+        unknown = ""
+        if target is not None:
+            recorded = recorded_row_id(Path(target.prefix))
+            if recorded is not None:
+                found = next((r for r in self.matrix.rows if r.id == recorded), None)
+                if found is not None:
+                    return found, f"recorded in {Path(target.prefix) / MANIFEST}"
+                unknown = f" ({MANIFEST} names {recorded!r}, which this matrix lacks)"
         if target is not None and "verl" in target.dists:
             installed = target.dists["verl"]
             engines = [e for e in ROLLOUT_ENGINES if e in target.dists]
@@ -114,7 +126,7 @@ class Context:
                 if (name == "none" and not engines) or (
                     name in engines and target.dists[name] == row.engine.version
                 ):
-                    return row, f"matches the installed verl {installed} ({name})"
+                    return row, f"matches the installed verl {installed} ({name}){unknown}"
         try:
             target_facts = build_target(
                 Request(),
@@ -160,3 +172,14 @@ class Context:
             raise BadInputError(f"bad --model-size {text!r}: expected a size such as 16GB or 500MiB")
         scale = {"k": 2**-20, "m": 2**-10, "g": 1.0, "t": 1024.0}[(m[2] or "g").lower()]
         return float(m[1]) * scale, f"flag --model-size {text}"
+
+
+def recorded_row_id(prefix: Path) -> str | None:
+    """The row id `verl-setup install` recorded in the env's manifest, if there is a readable one."""
+    try:
+        data = json.loads(read_capped(prefix / MANIFEST, 1 << 20, "manifest"))
+    except (BoundError, ValueError):
+        return None
+    row = data.get("row") if isinstance(data, dict) else None
+    row_id = row.get("id") if isinstance(row, dict) else None
+    return row_id if isinstance(row_id, str) else None

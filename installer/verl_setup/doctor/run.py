@@ -8,6 +8,7 @@ from pathlib import Path
 
 from verl_setup.doctor.checks.collective import check_collective
 from verl_setup.doctor.checks.cuda import check_cuda
+from verl_setup.doctor.checks.engine_env import check_engine_env
 from verl_setup.doctor.checks.gpu_memory import check_gpu_memory
 from verl_setup.doctor.checks.hf_cache import check_hf_cache
 from verl_setup.doctor.checks.launch import check_launch
@@ -33,6 +34,7 @@ CHECKS: dict[str, Check] = {
     "hf-cache": check_hf_cache,
     "gpu-memory": check_gpu_memory,
     "memory": check_memory,
+    "engine-env": check_engine_env,
     "launch": check_launch,
 }
 

@@ -10,7 +10,6 @@ from pathlib import Path
 
 from verl_setup.errors import BadInputError
 from verl_setup.matrix.cache import cached
-from verl_setup.util.databuild import Builder
 from verl_setup.util.paths import data_dir
 from verl_setup.util.versions import parse_minor
 
@@ -108,18 +107,9 @@ def load_gpu_table(path: Path | None = None) -> GpuTable:
 
 
 def _parse(path: Path) -> GpuTable:
-    from verl_setup.util.yamlread import YamlError, read_yaml  # noqa: PLC0415  # a cached table needs no YAML
+    from verl_setup.util.yamlread import load_table  # noqa: PLC0415  # a cached table needs no YAML
 
-    try:
-        data, _ = read_yaml(path)
-    except YamlError as exc:
-        raise BadInputError(str(exc)) from exc
-    builder = Builder(str(path))
-    facts = builder.build(GpusFile, data, "", 1)
-    problems = builder.problems if facts is None else _check(facts, str(path))
-    if facts is None or problems:
-        raise BadInputError(problems[0])
-    return GpuTable(facts)
+    return GpuTable(load_table(path, GpusFile, _check))
 
 
 def _check(facts: GpusFile, file: str) -> list[str]:

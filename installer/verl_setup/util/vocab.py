@@ -27,7 +27,9 @@ RENDER_TARGETS: tuple[RenderTarget, ...] = get_args(RenderTarget)
 HostKindName = Literal["linux", "wsl", "jetson"]
 HOST_KINDS: tuple[HostKindName, ...] = get_args(HostKindName)
 
-CheckId = Literal["python", "cuda", "ray", "collective", "hf-cache", "gpu-memory", "memory", "launch"]
+CheckId = Literal[
+    "python", "cuda", "ray", "collective", "hf-cache", "gpu-memory", "memory", "engine-env", "launch"
+]
 CHECK_IDS: tuple[CheckId, ...] = get_args(CheckId)
 
 

@@ -7,13 +7,15 @@ use none), a nesting cap, and numbers only as long as Python will convert them."
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import yaml
 
+from verl_setup.errors import BadInputError
 from verl_setup.util.bounded import MAX_DEPTH, BoundError, one_line, read_capped
-from verl_setup.util.databuild import LinedDict
+from verl_setup.util.databuild import Builder, LinedDict
 
 MAX_BYTES = 4 * 2**20  # matrices/verl.yaml is ~60 KB
 
@@ -99,3 +101,20 @@ def dump_yaml(data: Any, *, width: int) -> str:
     """Plain data as block YAML, keys in the order given (the records and proposals we write)."""
     text: str = yaml.safe_dump(data, sort_keys=False, width=width, allow_unicode=True)
     return text
+
+
+T = TypeVar("T")
+
+
+def load_table(path: Path, cls: type[T], check: Callable[[T, str], list[str]]) -> T:
+    """A data table (matrices/*.yaml) as `cls`, built and checked; BadInputError names the first problem."""
+    try:
+        data, _ = read_yaml(path)
+    except YamlError as exc:
+        raise BadInputError(str(exc)) from exc
+    builder = Builder(str(path))
+    facts = builder.build(cls, data, "", 1)
+    problems = builder.problems if facts is None else check(facts, str(path))
+    if facts is None or problems:
+        raise BadInputError(problems[0])
+    return facts

@@ -12,6 +12,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from verl_setup.doctor.checks.collective_size import bucket, judge_sized, timeout_s
 from verl_setup.doctor.checks.launch_targets import MODEL as MODEL_KEY
 from verl_setup.doctor.checks.launch_targets import paths
 from verl_setup.doctor.context import Context
@@ -25,6 +26,7 @@ from verl_setup.util.runner import ProgramError, run
 ID = "collective"
 GROUP_TIMEOUT = 45.0  # torch.distributed's own timeout in each worker
 HARD_TIMEOUT = GROUP_TIMEOUT + 60.0  # Ray start, actor start, torch import, then the group
+SIZED_CAP = 900.0  # seconds the sized all-gather may add: past it the verdict is "times out" anyway
 _PORT_IN_USE = ("EADDRINUSE", "address already in use", "Address already in use")
 
 
@@ -48,11 +50,17 @@ def check_collective(ctx: Context) -> CheckResult:
         ),
         Evidence(name="python", value=target.python, source=target.source),
     ]
+    numel = bucket(ctx, evidence)
+    limit = timeout_s(ctx, evidence) if numel else 0.0
     with tempfile.TemporaryDirectory(prefix="vsc", dir="/tmp") as temp:  # Ray socket paths < 108
-        args = {"address": address, "timeout": GROUP_TIMEOUT, "temp_dir": temp, "paths": launch_paths(ctx)}
+        args = {"address": address, "timeout": GROUP_TIMEOUT, "temp_dir": temp, "paths": launch_paths(ctx),
+                "numel": numel, "sized_timeout": limit}  # fmt: skip
         try:
             out = run(
-                [target.python, str(_child()), json.dumps(args)], timeout=HARD_TIMEOUT, env=ctx.env, cwd=temp
+                [target.python, str(_child()), json.dumps(args)],
+                timeout=HARD_TIMEOUT + min(limit, SIZED_CAP),
+                env=ctx.env,
+                cwd=temp,
             )
         except ProgramError as exc:
             return fold(ID, [Finding(status="fail", message=f"the collective did not finish: {exc}",
@@ -65,7 +73,15 @@ def check_collective(ctx: Context) -> CheckResult:
         return fold(
             ID, [Finding(status="fail", message=f"the collective probe crashed: {tail}")], evidence, ok=""
         )
-    return judge(ctx, report, evidence)
+    return with_sized(judge(ctx, report, evidence), report, numel, limit)
+
+
+def with_sized(result: CheckResult, report: dict[str, Any], numel: int | None, limit: float) -> CheckResult:
+    """The small collective's result plus the sized all-gather's verdict, when one ran."""
+    if not numel or not report.get("results"):
+        return result
+    sized = judge_sized(report["results"], numel, limit)
+    return fold(ID, [*result.findings, *sized], result.evidence, ok="collective passes")
 
 
 def judge(ctx: Context, report: dict[str, Any], evidence: list[Evidence]) -> CheckResult:

@@ -13,6 +13,7 @@ from typing import Any
 
 from packaging.version import InvalidVersion, Version
 
+from verl_setup.doctor.checks.launch_hydra import lint_with_hydra
 from verl_setup.doctor.checks.launch_targets import lint_targets
 from verl_setup.doctor.context import Context
 from verl_setup.doctor.probes.launch_command import Launch, Resolver
@@ -45,20 +46,39 @@ def check_launch(ctx: Context) -> CheckResult:
     """Lint the launch command; say what rollout.n does in the installed verl."""
     if ctx.launch is None:
         return skip(ID, "no launch command given (append: -- python3 -m verl.trainer.main_ppo key=value ...)")
+    launcher = lint_launcher(ctx.launch)
     config, why = ctx.verl_config
     target, _ = ctx.target
     if config is None or target is None:
+        if launcher:
+            return fold(ID, launcher, [Evidence(name="config", value="not read", source=why)], ok="")
         return skip(ID, f"cannot lint against verl's config: {why}")
     resolver = Resolver(ctx.launch, config, ctx.env)
     evidence = [
         Evidence(name="verl", value=config.version, source=f"installed in {target.prefix}"),
         Evidence(name="config", value=str(config.source), source="the YAML the installed verl ships"),
     ]
-    findings = lint_keys(ctx.launch, config)
+    findings = launcher + lint_keys(ctx.launch, config)
     findings += lint_values(resolver, target.dists, evidence, known_rollouts(config))
     findings += explain_rollout_n(resolver, config, evidence)
     findings += lint_targets(resolver, target, noter(resolver, evidence), evidence)
+    findings += lint_with_hydra(ctx.launch, config, target, ctx.env, evidence)
     return fold(ID, findings, evidence, ok="launch command fits the installed verl's config")
+
+
+def lint_launcher(launch: Launch) -> list[Finding]:
+    """verl's PPO entry starts its own workers through Ray: torchrun in front of it runs N drivers."""
+    if launch.launcher is None or not (launch.module or "").endswith("main_ppo"):
+        return []
+    return [
+        Finding(
+            status="warn",
+            message=f"{launch.launcher} starts {launch.module} once per GPU, but verl launches through "
+            "Ray: each copy is a driver that asks Ray for every GPU (verl#2705)",
+            remedy=f"run `python3 -m {launch.module} ...` once (trainer.n_gpus_per_node and trainer.nnodes "
+            "size the job), against a Ray cluster for several nodes; torchrun is for verl's SFT trainer",
+        )
+    ]
 
 
 def lint_keys(launch: Launch, config: VerlConfig) -> list[Finding]:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from verl_setup.doctor.checks.memory_gpu import gpu_estimates
 from verl_setup.doctor.context import Context
 from verl_setup.doctor.probes.launch_command import hydra_value
 from verl_setup.doctor.probes.model_files import read_model
@@ -25,6 +26,12 @@ SHM = Path("/dev/shm")  # noqa: S108  # read (statvfs), never written
 SHM_FLOOR = 1 * GIB  # NCCL and the rollout engines share tensors through /dev/shm; Docker gives 64 MiB
 OPTIMIZER_FACTOR = 6  # fp32 weights + Adam m and v (12 B/param) over bf16 weights (2 B/param)
 UNLIMITED = 2**60
+RAY_KILL_AT = 0.95  # Ray's memory monitor kills a worker at this fraction (RAY_memory_usage_threshold)
+# Offloaded state per node, in multiples of the bf16 weights, sharded over the nodes: FSDP keeps the
+# actor's parameters in fp32 (fsdp_config.model_dtype, 4 B/param = 2x) and Adam's m and v in fp32
+# (8 B/param = 4x).
+PARAM_OFFLOAD_FACTOR = 2
+OPTIMIZER_OFFLOAD_FACTOR = 4
 
 
 def check_memory(ctx: Context) -> CheckResult:
@@ -44,16 +51,23 @@ def check_memory(ctx: Context) -> CheckResult:
     evidence.append(Evidence(name="model", value=_gib(model), source=model_source))
     workers, nnodes, workers_source = _workers(ctx)
     evidence.append(Evidence(name="workers per node", value=str(workers), source=workers_source))
-    load = model * workers
+    copies, copies_why = _loading_copies(ctx, workers)
+    load = model * copies
+    offload, offload_why = _offloaded(ctx, model, nnodes)
     save = model * OPTIMIZER_FACTOR // nnodes + model
     evidence.append(
         Evidence(
             name="estimates",
-            value=f"loading {_gib(load)} (model x {workers} workers); checkpoint save {_gib(save)} "
-            f"(optimizer state {OPTIMIZER_FACTOR}x the model over {nnodes} node(s), plus one full copy)",
-            source="verl FSDP workers load the HF weights per rank; Adam state is 12 B/param",
+            value=f"loading {_gib(load)} (model x {copies}: {copies_why}); offloaded state {_gib(offload)} "
+            f"({offload_why}); checkpoint save {_gib(save)} (optimizer state {OPTIMIZER_FACTOR}x the model "
+            f"over {nnodes} node(s), plus one full copy); compared with {RAY_KILL_AT} of the memory, where "
+            "Ray's memory monitor kills",
+            source="estimates: verl 0.9.1 transformer_impl.py:266 loads the HF weights on CPU in the "
+            "first rank of the FSDP mesh only, unless the model ties its embeddings; Adam is 12 B/param",
         )
     )
+    load += offload  # offloaded state stays resident beside whatever loads next
+    usable = int(usable * RAY_KILL_AT)
     limit_name = "the cgroup limit" if limit is not None and limit < ram else "host RAM"
     guessed = ctx.options.model_size is None and model_source == ctx.model_size_gib[1]
     if guessed and ctx.launch is None:
@@ -66,9 +80,9 @@ def check_memory(ctx: Context) -> CheckResult:
         findings.append(
             Finding(
                 status="warn" if guessed else "fail",
-                message=f"{workers} colocated workers loading a {_gib(model)} model need about {_gib(load)}, "
-                f"more than {limit_name} ({_gib(usable)}): the kernel's OOM killer ends a worker "
-                "and Ray reports it as a dead actor",
+                message=f"{workers} colocated workers loading a {_gib(model)} model need about {_gib(load)} "
+                f"(estimate), more than {RAY_KILL_AT} of {limit_name} ({_gib(usable)}): Ray's memory "
+                "monitor or the kernel's OOM killer ends a worker, and Ray reports it as a dead actor",
                 remedy="use fewer GPUs per node, a node (or container limit) with more memory, or "
                 "parameter offload (actor_rollout_ref.actor.fsdp_config.param_offload=True)"
                 + ("; give the real size with --model-size or a local model.path" if guessed else ""),
@@ -93,6 +107,7 @@ def check_memory(ctx: Context) -> CheckResult:
             )
         )
     findings += _shm(evidence)
+    findings += gpu_estimates(ctx, evidence)
     return fold(ID, findings, evidence, ok=f"{_gib(usable)} of memory covers loading and saving")
 
 
@@ -162,6 +177,32 @@ def _model_bytes(ctx: Context) -> tuple[int, str]:
             return model.weight_bytes, f"{model.path}: {model.weight_source}"
     gib, source = ctx.model_size_gib
     return int(gib * GIB), source
+
+
+def _loading_copies(ctx: Context, workers: int) -> tuple[int, str]:
+    """How many full copies of the weights one node holds while the model loads."""
+    given = ctx.launch.override("actor_rollout_ref.model.path") if ctx.launch else None
+    model = read_model(Path(str(hydra_value(given.value))).expanduser()) if given and given.value else None
+    if model is not None and model.config.get("tie_word_embeddings") is False:
+        return 1, "rank 0 only: tie_word_embeddings=false, the other ranks start on meta tensors"
+    why = "tie_word_embeddings=true" if model is not None else "the model's config is not read"
+    return workers, f"every one of {workers} workers ({why})"
+
+
+def _offloaded(ctx: Context, model: int, nnodes: int) -> tuple[int, str]:
+    """Host memory per node that param_offload / optimizer_offload keep (sharded over the nodes)."""
+    factor, parts = 0, []
+    for key, times in (
+        ("param_offload", PARAM_OFFLOAD_FACTOR),
+        ("optimizer_offload", OPTIMIZER_OFFLOAD_FACTOR),
+    ):
+        given = ctx.launch.override(f"actor_rollout_ref.actor.fsdp_config.{key}") if ctx.launch else None
+        if given is not None and hydra_value(given.value or "") is True:
+            factor += times
+            parts.append(f"{key} {times}x")
+    if not parts:
+        return 0, "no param_offload or optimizer_offload"
+    return model * factor // nnodes, f"{' + '.join(parts)} the model over {nnodes} node(s)"
 
 
 def _workers(ctx: Context) -> tuple[int, int, str]:

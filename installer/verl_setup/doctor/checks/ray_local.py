@@ -12,6 +12,7 @@ import os
 from pathlib import Path
 from typing import Any
 
+from verl_setup.doctor.checks.gpu_memory import visible
 from verl_setup.doctor.context import Context
 from verl_setup.doctor.probes.ray_local import (
     cpu_limit,
@@ -169,10 +170,16 @@ def _space(ctx: Context, evidence: list[Evidence]) -> list[Finding]:
 
 
 def _gpus_here(ctx: Context, per_node: int, nnodes: int, evidence: list[Evidence]) -> list[Finding]:
-    have = len(ctx.facts.gpus)
+    mask = ctx.env.get("CUDA_VISIBLE_DEVICES")
+    have = len(visible(ctx.facts.gpus, mask))  # Ray counts only the GPUs this mask leaves
     need = per_node * nnodes
+    masked = f" (CUDA_VISIBLE_DEVICES={mask})" if mask is not None and mask.strip() else ""
     evidence.append(
-        Evidence(name="GPUs", value=f"{have} here, {need} wanted", source="detect; launch command")
+        Evidence(
+            name="GPUs",
+            value=f"{have} here{masked}, {need} wanted",
+            source="detect, CUDA_VISIBLE_DEVICES; launch command",
+        )
     )
     if nnodes > 1:
         return [
@@ -188,7 +195,12 @@ def _gpus_here(ctx: Context, per_node: int, nnodes: int, evidence: list[Evidence
                 status="fail",
                 message=f"Total available GPUs {have} is less than total desired GPUs {need}: verl stops "
                 "before training",
-                remedy=f"set trainer.n_gpus_per_node={have}" if have else "run on a GPU node",
+                remedy=(
+                    f"set trainer.n_gpus_per_node={have}"
+                    + (", or widen CUDA_VISIBLE_DEVICES before `ray start`" if masked else "")
+                    if have
+                    else "run on a GPU node"
+                ),
             )
         ]
     return []

@@ -23,7 +23,9 @@ else:  # run as a script in the target env: this folder is first on sys.path
 PREFIXES = ("NCCL_", "GLOO_", "MASTER_", "TORCH_")
 
 
-def member(rank: int, world: int, backend: str, seconds: float, paths: list[str]) -> Any:
+def member(
+    rank: int, world: int, backend: str, seconds: float, paths: list[str], *, sized: tuple[int, float]
+) -> Any:
     """The actor class (defined inside: Ray and torch are imported only in the target env)."""
     import ray  # noqa: PLC0415
 
@@ -71,11 +73,28 @@ def member(rank: int, world: int, backend: str, seconds: float, paths: list[str]
                 dist.all_gather(gathered, torch.tensor([float(rank)], device=device))
                 out["all_reduce"] = float(total[0].item())
                 out["all_gather"] = [float(t.item()) for t in gathered]
+                numel, limit = sized
+                if numel:
+                    # The run's bucket: each rank holds numel/world, all-gathers numel (2-byte dtype).
+                    dtype = torch.bfloat16 if backend == "nccl" else torch.float16
+                    shard = torch.ones(max(1, numel // world), dtype=dtype, device=device)
+                    whole = torch.empty(shard.numel() * world, dtype=dtype, device=device)
+                    dist.barrier()
+                    t0 = time.monotonic()
+                    work = dist.all_gather_into_tensor(whole, shard, async_op=True)
+                    work.wait(timeout=datetime.timedelta(seconds=limit))
+                    if backend == "nccl":
+                        torch.cuda.synchronize()
+                    out["sized_seconds"] = round(time.monotonic() - t0, 3)
+                    del shard, whole
                 dist.destroy_process_group()
                 out["ok"] = True
             except Exception as exc:  # noqa: BLE001  # every failure is the finding
                 out["ok"] = False
                 out["error"] = f"{type(exc).__name__}: {str(exc).strip().splitlines()[0] if str(exc) else ''}"
+                if "all_reduce" in out:  # the small collective passed: only the sized one failed
+                    out["ok"] = True
+                    out["sized_error"] = out.pop("error")
             out["seconds"] = round(time.monotonic() - started, 2)
             try:
                 log_path = Path(log_file)
@@ -116,7 +135,8 @@ def collective(args: dict[str, Any], out: dict[str, Any]) -> None:
     out.update(backend=backend, world=world, nodes=len(nodes))
     actors = []
     for rank, node_id in enumerate(places):
-        cls = member(rank, world, backend, seconds, list(args.get("paths") or []))
+        sized = (int(args.get("numel") or 0), float(args.get("sized_timeout") or 0) or seconds)
+        cls = member(rank, world, backend, seconds, list(args.get("paths") or []), sized=sized)
         options: dict[str, Any] = {
             "scheduling_strategy": NodeAffinitySchedulingStrategy(node_id=node_id, soft=False)
         }
@@ -128,7 +148,8 @@ def collective(args: dict[str, Any], out: dict[str, Any]) -> None:
     port = int(os.environ.get("MASTER_PORT") or ray.get(actors[0].free_port.remote(), timeout=seconds))
     out["master"] = f"{master}:{port}"
     refs = [a.run.remote(master, port) for a in actors]
-    ready, _ = ray.wait(refs, num_returns=len(refs), timeout=seconds + 10)
+    wait = seconds + 10 + min(float(args.get("sized_timeout") or 0), 900.0)
+    ready, _ = ray.wait(refs, num_returns=len(refs), timeout=wait)
     out["results"] = [
         ray.get(ref)
         if ref in ready

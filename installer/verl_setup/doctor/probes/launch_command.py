@@ -20,6 +20,9 @@ _ENV_ASSIGNMENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
 _PYTHON = re.compile(r"(^|/)python(\d(\.\d+)?)?$")
 _OVERRIDE = re.compile(r"^(\+\+|\+|~)?([A-Za-z_][\w.@/-]*)(?:=(.*))?$", re.DOTALL)
 _INTERPOLATION = re.compile(r"^\$\{([^{}]*)\}$")
+# Launchers that start one process per GPU themselves; torch's own as a program or as a module.
+LAUNCHERS = ("torchrun", "deepspeed")
+LAUNCHER_MODULES = ("torch.distributed.run", "torch.distributed.launch")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -38,6 +41,7 @@ class Launch:
 
     argv: tuple[str, ...]
     program: str | None
+    launcher: str | None  # torchrun (or torch.distributed.run) in front of the entry module
     module: str | None
     config_path: str | None
     config_name: str | None
@@ -56,8 +60,10 @@ def parse_launch(argv: Sequence[str]) -> Launch:
         args = args[args.index("--") + 1 :]
     while args and _ENV_ASSIGNMENT.match(args[0]):
         args.pop(0)
-    program = module = config_path = config_name = None
+    program = module = config_path = config_name = launcher = None
     overrides: list[Override] = []
+    if args and args[0].rsplit("/", 1)[-1] in LAUNCHERS:
+        launcher = args.pop(0).rsplit("/", 1)[-1]
     if args and _PYTHON.search(args[0]):
         program = args.pop(0)
     i = 0
@@ -65,6 +71,8 @@ def parse_launch(argv: Sequence[str]) -> Launch:
         arg = args[i]
         if arg == "-m" and i + 1 < len(args) and module is None:
             module, i = args[i + 1], i + 2
+            if module in LAUNCHER_MODULES and launcher is None:
+                launcher, module = module, None  # `python -m torch.distributed.run ... -m verl...`
             continue
         flag, eq, inline = arg.partition("=")
         if flag in ("--config-path", "-cp", "--config-name", "-cn"):
@@ -84,6 +92,7 @@ def parse_launch(argv: Sequence[str]) -> Launch:
     return Launch(
         argv=tuple(argv),
         program=program,
+        launcher=launcher,
         module=module,
         config_path=config_path,
         config_name=config_name,

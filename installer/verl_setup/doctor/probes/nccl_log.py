@@ -12,7 +12,9 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Literal
 
-Cause = Literal["loopback", "link-local", "container-bridge", "plugin", "p2p", "timeout", "variables"]
+Cause = Literal[
+    "loopback", "link-local", "container-bridge", "unreachable", "plugin", "p2p", "timeout", "variables"
+]
 
 _HOST = re.compile(r"(?:^|\s)([\w.-]+):\d+:\d+ \[\d+\]")
 # `Using [0]eth0:10.0.0.5<0> [1]ib0:...` (2.4+) and `Using interface eth0:10.0.0.5<0>` (2.2-2.3).
@@ -21,6 +23,8 @@ _IFACE = re.compile(r"(?:\[\d+\]|interface |^|\s)([A-Za-z][\w.-]*):([0-9a-fA-F.:
 _SET_BY_ENV = re.compile(r"\b(NCCL_\w+) set by environment to (\S+?)\.?$")
 _NO_PLUGIN = re.compile(r"No plugin found|Could not find: libnccl-net|libnccl-net\.so: cannot open")
 _PLUGIN_LOADED = re.compile(r"Plugin Path : (\S+)|Loaded net plugin (\S+)|NET/OFI ")
+# `misc/socket.cc:483 NCCL WARN socketStartConnect: Connect to 169.254.0.1<40815> failed : ...`
+_CONNECT = re.compile(r"Connect to (\S+?)<(\d+)> failed(?: : (.*))?")
 _P2P_OFF = re.compile(r"P2P is disabled between connected GPUs")
 _TIMEOUT = re.compile(
     r"Connection timed out|Watchdog caught collective operation timeout|failed to pass monitoredBarrier"
@@ -72,13 +76,48 @@ def variables_seen(log: str) -> dict[str, str]:
 
 def interface_kind(name: str, address: str) -> Cause | None:
     """Why an interface cannot carry traffic between nodes, if it cannot."""
-    if name == "lo" or address.startswith("127.") or address == "::1":
+    if name == "lo":
         return "loopback"
-    if address.startswith(("169.254.", "fe80:")):
-        return "link-local"
     if name.startswith(("docker", "veth", "br-", "virbr", "cni", "flannel")):
         return "container-bridge"
+    return address_kind(address)
+
+
+def address_kind(address: str) -> Cause | None:
+    """Why an address alone cannot reach another node: loopback, link-local, or Docker's bridge."""
+    bare, _, scope = address.lower().partition("%")  # fe80::1%ib1: the zone names the interface
+    if bare.startswith("127.") or bare == "::1":
+        return "loopback"
+    if bare.startswith(("169.254.", "fe80:")):
+        return "link-local"
+    # 172.17.0.0/16 is the subnet of Docker's default bridge network (docker0).
+    if bare.startswith("172.17.") or scope.startswith(("docker", "veth", "br-")):
+        return "container-bridge"
     return None
+
+
+def connect_failures(lines: Iterable[str]) -> list[Diagnosis]:
+    """`Connect to <addr> failed` lines, one per address, named by the address's class."""
+    found: dict[str, Diagnosis] = {}
+    for line in lines:
+        m = _CONNECT.search(line)
+        if m is None or m[1] in found:
+            continue
+        kind = address_kind(m[1])
+        if kind is None:
+            remedy = (
+                f"{m[1]} is routable but did not accept NCCL's connection on port {m[2]}: a firewall "
+                "or security group between the nodes (NCCL uses random ports), or the peer process "
+                "had already died (read its log first)"
+            )
+        else:
+            remedy = (
+                f"NCCL tried {m[1]}, a {kind} address that other nodes cannot reach: set "
+                "NCCL_SOCKET_IFNAME (and GLOO_SOCKET_IFNAME) to the interface that routes between "
+                "the nodes, on every node before `ray start`"
+            )
+        found[m[1]] = Diagnosis(cause=kind or "unreachable", line=line.strip(), remedy=remedy)
+    return list(found.values())
 
 
 def classify(log: str, *, shell_env: Mapping[str, str] | None = None) -> list[Diagnosis]:
@@ -98,6 +137,8 @@ def classify(log: str, *, shell_env: Mapping[str, str] | None = None) -> list[Di
                     "head, on every node before `ray start`",
                 )
             )
+    seen = {d.line for d in found}
+    found += [d for d in connect_failures(lines) if d.line not in seen]
     found += _plugins(lines)
     for pattern, cause, remedy in _LINE_RULES:
         shown = next((ln for ln in lines if pattern.search(ln)), None)

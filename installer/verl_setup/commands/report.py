@@ -1,0 +1,115 @@
+"""`verl-setup report`: one Markdown block to paste into an issue: the host, the selected row and
+its proof, verify's result, doctor's findings and, given a log, diagnose's verdict. Secrets are
+masked; every section is cut to a budget so that the block fits in one GitHub comment."""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import TextIO
+
+from verl_setup.commands.bugreport import Section, markdown
+from verl_setup.commands.common import plan_for
+from verl_setup.commands.flags import add_plan_flags
+from verl_setup.commands.reports import host_text, plan_text
+from verl_setup.errors import VerlSetupError
+from verl_setup.util.bounded import one_line
+from verl_setup.util.vocab import CHECK_IDS
+
+# Doctor checks that read files and probes only (no throwaway Ray, no collective): seconds.
+QUICK_CHECKS = ("python", "cuda", "gpu-memory", "memory", "hf-cache")
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    """report's flags: the plan flags (--host FILE for a recorded host), the env, a log."""
+    p.add_argument("--prefix", type=Path, metavar="PATH", help="the venv (default $VIRTUAL_ENV, .venv)")
+    p.add_argument(
+        "--log", action="append", default=[], type=Path, metavar="PATH",
+        help="a failed run's log or Ray session folder: adds diagnose's verdict (repeatable)",
+    )  # fmt: skip
+    p.add_argument(
+        "--check", action="append", default=[], metavar="ID",
+        help=f"doctor checks to include (default: {', '.join(QUICK_CHECKS)}; any of {', '.join(CHECK_IDS)})",
+    )  # fmt: skip
+    p.add_argument("--imports", action="store_true", help="let verify run its import probe (slow)")
+    p.add_argument("--mask-home", action="store_true", help="write the home folder as ~")
+    add_plan_flags(p)
+    p.set_defaults(run=run)
+
+
+def _safely(what: str, make: Callable[[], str]) -> str:
+    """A section's text, or one line saying why it is missing (a report must not fail)."""
+    try:
+        return make()
+    except VerlSetupError as exc:
+        return f"{what} not available: {one_line(str(exc))}"
+
+
+def _host(args: argparse.Namespace) -> str:
+    from verl_setup.host.detect import detect  # noqa: PLC0415
+    from verl_setup.host.facts import load_host_file  # noqa: PLC0415
+
+    facts = load_host_file(args.host) if args.host else detect()
+    return (f"(recorded host file {args.host.name})\n" if args.host else "") + host_text(facts)
+
+
+def _verify(args: argparse.Namespace, env: Mapping[str, str]) -> str:
+    from verl_setup.environment.verify import MANIFEST, from_manifest, target_python, verify_env  # noqa: PLC0415
+
+    python = target_python(args.prefix, None, env)
+    prefix = python.parent.parent
+    if not (prefix / MANIFEST).is_file():
+        return f"not run: {prefix} has no {MANIFEST} (it was not installed by verl-setup)"
+    result = verify_env(
+        python,
+        lambda snap: from_manifest(Path(snap.prefix) / MANIFEST),  # type: ignore[arg-type,return-value]
+        import_timeout=900.0 if args.imports else None,
+        env=env,
+    )
+    return result.text() + ("" if args.imports else "(pins only: --imports adds the import probe)\n")
+
+
+def _doctor(args: argparse.Namespace, env: Mapping[str, str]) -> str:
+    from verl_setup.doctor.context import Options  # noqa: PLC0415
+    from verl_setup.doctor.result import report_text  # noqa: PLC0415
+    from verl_setup.doctor.run import make_context, run_checks  # noqa: PLC0415
+    from verl_setup.plan.target import from_env  # noqa: PLC0415
+
+    options = Options(checks=tuple(args.check) or QUICK_CHECKS, prefix=args.prefix, matrix=args.matrix)
+    host = from_env(args.host, env, "VERL_SETUP_HOST")
+    return report_text(run_checks(make_context(options, env, host)))
+
+
+def _diagnose(args: argparse.Namespace, env: Mapping[str, str]) -> str:
+    from verl_setup.diagnose.sources import gather  # noqa: PLC0415
+    from verl_setup.diagnose.verdict import diagnose, text_report  # noqa: PLC0415
+
+    return text_report(diagnose(gather(args.log, env, system=False)))
+
+
+def sections(args: argparse.Namespace, env: Mapping[str, str]) -> list[Section]:
+    """The report's sections, in order."""
+    found = [
+        Section(title="Host (verl-setup detect)", text=_safely("detect", lambda: _host(args))),
+        Section(
+            title="Selected row and its proof (verl-setup plan)",
+            text=_safely("plan", lambda: plan_text(plan_for(args, env), explain=False)),
+        ),
+        Section(title="Environment (verl-setup verify)", text=_safely("verify", lambda: _verify(args, env))),
+        Section(title="Doctor", text=_safely("doctor", lambda: _doctor(args, env))),
+    ]
+    if args.log:
+        found.append(
+            Section(
+                title="Failed run (verl-setup diagnose)",
+                text=_safely("diagnose", lambda: _diagnose(args, env)),
+            )
+        )
+    return found
+
+
+def run(args: argparse.Namespace, env: Mapping[str, str], out: TextIO) -> int:
+    """Print the Markdown block."""
+    out.write(markdown(sections(args, env), env=env, home=args.mask_home))
+    return 0

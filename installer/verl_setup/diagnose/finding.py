@@ -1,0 +1,44 @@
+"""A diagnosis's parts: a class seen in the logs, its evidence lines, and what to do."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from verl_setup.diagnose.rules import ClassId
+from verl_setup.diagnose.scan import Hit
+
+
+@dataclass(frozen=True, kw_only=True)
+class Evidence:
+    """A line that shows the cause: file, 1-based line number, text."""
+
+    path: str
+    line: int
+    text: str
+
+    def where(self) -> str:
+        """file:line."""
+        return f"{self.path}:{self.line}"
+
+
+@dataclass(frozen=True, kw_only=True)
+class Finding:
+    """One class seen in the logs, explained."""
+
+    cls: ClassId
+    tier: int
+    summary: str
+    evidence: tuple[Evidence, ...]
+    remedy: tuple[str, ...]
+    facts: dict[str, str] = field(default_factory=dict)
+
+
+def near(hit: Hit) -> str:
+    """The hit's line and the lines after it, as one text (Ray wraps its messages)."""
+    return " ".join((hit.text, *hit.after))
+
+
+def evidence_of(hits: Sequence[Hit], n: int = 3) -> tuple[Evidence, ...]:
+    """The first `n` hits as evidence lines (cut to 400 characters)."""
+    return tuple(Evidence(path=h.path, line=h.number, text=h.text.strip()[:400]) for h in hits[:n])

@@ -1,0 +1,135 @@
+"""The failure classes diagnose knows, each with the log text that triggers it (from real logs:
+tests/fixtures/diagnose/SOURCES.md), in the order a cause outranks another.
+
+A root cause (tier 0) is something that fails by itself: a kill, an OOM, a bad config, a missing
+module, an unreachable peer. A symptom (tier 1) follows from another failure: a peer that died
+leaves the others in an NCCL timeout, and Ray reports every dead actor as "a worker died".
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from functools import cache
+from typing import Literal
+
+ClassId = Literal[
+    "import-error",
+    "hydra",
+    "resource-wait",
+    "ray-memory-monitor",
+    "kernel-oom",
+    "kv-cache-memory",
+    "cuda-oom",
+    "nccl-connect",
+    "nccl-timeout",
+    "worker-died",
+    "unknown",
+]
+
+
+@dataclass(frozen=True, kw_only=True)
+class Rule:
+    """A class, the regex that finds its lines (searched in a line), and the literals that find
+    candidate lines fast: every line the trigger matches contains one of `anchors`."""
+
+    id: ClassId
+    tier: int
+    trigger: str
+    anchors: tuple[bytes, ...]
+
+
+# Order is precedence: the first root cause in this order that a log shows is the verdict.
+RULES: tuple[Rule, ...] = (
+    Rule(
+        id="import-error",
+        tier=0,
+        # The exception line of a traceback (optionally behind Ray's "(Name pid=N)" prefix), not a
+        # warning that mentions one ("Failed to import from vllm._C with ModuleNotFoundError(...)").
+        trigger=r"^(?:\x1b\[[0-9;]*m)*(?:\([^)\n]*\)[ \t]*)?(?:\x1b\[[0-9;]*m)*[ \t]*"
+        r"(?:ModuleNotFoundError: No module named|ImportError: )",
+        anchors=(b"No module named", b"ImportError"),
+    ),
+    Rule(
+        id="hydra",
+        tier=0,
+        trigger=r"Could not override '|is not in struct|ConfigKeyError|ConfigAttributeError"
+        r"|OverrideParseException|no viable alternative at input",
+        anchors=(b"Could not ", b"struct", b"rror", b"Exception", b"no viable alternative"),
+    ),
+    Rule(
+        id="resource-wait",
+        tier=0,
+        trigger=r"cannot be scheduled right now|is less than total desired GPUs"
+        r"|Failed to schedule placement group|Attempting to start raylet with \d+ GPU",
+        anchors=(b"schedul", b"GPU"),
+    ),
+    Rule(
+        id="ray-memory-monitor",
+        tier=0,
+        trigger=r"Task was killed due to the node running low on memory"
+        r"|which exceeds the memory usage threshold of"
+        r"|killed due to memory pressure \(OOM\)|System memory low at node",
+        anchors=(b"emory",),
+    ),
+    Rule(
+        id="kernel-oom",
+        tier=0,
+        trigger=r"Out of memory: Kill(?:ed)? process|Memory cgroup out of memory"
+        r"|oom-kill event\(s\)|invoked oom-killer|^oom_kill [1-9]",
+        anchors=(b"emory", b"oom"),
+    ),
+    Rule(
+        id="kv-cache-memory",
+        tier=0,
+        trigger=r"No available memory for the cache blocks"
+        r"|Not enough memory\. Please try to increase --mem-fraction-static",
+        anchors=(b"emory",),
+    ),
+    Rule(
+        id="cuda-oom",
+        tier=0,
+        trigger=r"CUDA out of memory|OutOfMemoryError: CUDA|(?i:cuda error: out of memory)",
+        anchors=(b"emory", b"rror"),
+    ),
+    Rule(
+        id="nccl-connect",
+        tier=0,
+        trigger=r"socketStartConnect: Connect to |Connect to \S+<\d+> failed",
+        anchors=(b"Connect to ",),
+    ),
+    Rule(
+        id="nccl-timeout",
+        tier=1,
+        trigger=r"Watchdog caught collective operation timeout",
+        anchors=(b"Watchdog",),
+    ),
+    Rule(
+        id="worker-died",
+        tier=1,
+        trigger=r"The actor died unexpectedly|A worker died or was killed"
+        r"|The worker died unexpectedly|ActorDiedError(?!Context)"
+        r"|Actor is failed on worker",
+        anchors=(b"died", b"rror", b"Actor is failed"),
+    ),
+)
+
+BY_ID = {r.id: r for r in RULES}
+
+
+@cache
+def triggers() -> tuple[re.Pattern[bytes], tuple[bytes, ...]]:
+    """All triggers as one alternation (a named group per class, _ for -), and the anchors."""
+    joined = "|".join(f"(?P<{r.id.replace('-', '_')}>{r.trigger})" for r in RULES)
+    return re.compile(joined.encode(), re.MULTILINE), anchors()
+
+
+def anchors() -> tuple[bytes, ...]:
+    """Every rule's anchors, without one that contains another (the shorter finds both)."""
+    every = {a for r in RULES for a in r.anchors}
+    return tuple(sorted(a for a in every if not any(b != a and b in a for b in every)))
+
+
+def rule_of(group: str) -> Rule:
+    """The rule behind a trigger group name."""
+    return BY_ID[group.replace("_", "-")]  # type: ignore[index]
