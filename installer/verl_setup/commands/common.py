@@ -33,6 +33,11 @@ def plan_inputs(args: argparse.Namespace) -> PlanInputs:
     return PlanInputs(request=request, matrix=args.matrix, row=args.row)
 
 
+def wheel_sources(args: argparse.Namespace) -> tuple[str, ...]:
+    """--wheel-source SRC (cli.add_recipe_flags), in the order given."""
+    return tuple(getattr(args, "wheel_source", None) or ())
+
+
 def extension_requests(args: argparse.Namespace) -> dict[str, Choice]:
     """--build NAME / --build-flash-attn / --without NAME (cli.add_recipe_flags) as the recipe's requests."""
     build = set(args.build or ()) | ({"flash-attn"} if args.build_flash_attn else set())

@@ -6,7 +6,7 @@ import argparse
 from collections.abc import Mapping
 from typing import TextIO
 
-from verl_setup.commands.common import extension_requests, plan_inputs
+from verl_setup.commands.common import extension_requests, plan_inputs, wheel_sources
 from verl_setup.environment.install import InstallOptions, install
 from verl_setup.errors import VerlSetupError
 from verl_setup.output import Progress, envelope
@@ -19,6 +19,7 @@ def options_from_args(args: argparse.Namespace) -> InstallOptions:
         prefix=args.prefix,
         lock=args.lock,
         extensions=extension_requests(args),
+        wheel_sources=wheel_sources(args),
         python_downloads=not args.no_python_downloads,
         wait_s=args.wait,
         import_timeout=None if args.no_import else args.import_timeout,

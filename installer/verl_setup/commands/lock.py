@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TextIO
 
-from verl_setup.commands.common import extension_requests, plan_inputs
+from verl_setup.commands.common import extension_requests, plan_inputs, wheel_sources
 from verl_setup.environment.lock import compile_lock, parse, write_lock
 from verl_setup.environment.uv import find_uv, uv_env
 from verl_setup.errors import BadInputError
@@ -24,7 +24,10 @@ def run(args: argparse.Namespace, env: Mapping[str, str], out: TextIO) -> int:
     if to_stdout and args.json:
         raise BadInputError("--json describes a written lock: give --out FILE")
     plan = make_plan(plan_inputs(args), env)
-    recipe = recipe_for(plan, extension_requests(args), env)
+    recipe = recipe_for(plan, extension_requests(args), env, wheel_sources(args))
+    from verl_setup.environment.wheel_pick import resolve_wheels  # noqa: PLC0415
+
+    recipe = resolve_wheels(plan, recipe, progress.say)
     progress.step("plan", f"row {plan.row.id}, Python {plan.python}; resolving with hashes")
     for warning in recipe.warnings:
         progress.say(f"warning: {warning}")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from verl_setup.commands.common import extension_requests
+from verl_setup.commands.common import extension_requests, wheel_sources
 from verl_setup.errors import BadInputError
 from verl_setup.output import envelope
 from verl_setup.plan.select import Plan
@@ -33,6 +33,7 @@ def options_from_args(args: argparse.Namespace) -> RenderOptions:
         namespace=args.namespace,
         gpus_per_node=args.gpu_count,
         extensions=extension_requests(args),
+        wheel_sources=wheel_sources(args),
     )
 
 

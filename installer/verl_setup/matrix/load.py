@@ -229,12 +229,44 @@ def _check_extensions(rows_file: RowsFile, file: str) -> list[str]:
         for prefix in facts.without:
             if not all(p.isdigit() for p in prefix.split(".")):
                 out.append(f"{where}.without.{prefix}: not a verl version prefix like 0.9")
+    out += _check_sources(rows_file, file)
     for unfit in rows_file.unfit:
         for version in unfit.versions:
             try:
                 Version(version)
             except InvalidVersion:
                 out.append(f"{file}: unfit: {version!r} is not an exact version")
+    return out
+
+
+def _check_sources(rows_file: RowsFile, file: str) -> list[str]:
+    """Wheel sources: unique ids; release assets name a package with a URL pattern; an index that
+    is enabled has a URL whose only placeholders are {cuda_tag} and {torch_minor}."""
+    out, seen = list[str](), set[str]()
+    for source in rows_file.wheel_sources:
+        where = f"{file}:{source.line}: wheel_sources[{source.id}]"
+        if source.id in seen:
+            out.append(f"{where}: id: duplicate source id")
+        seen.add(source.id)
+        if source.kind == "release-assets":
+            for name in source.packages:
+                facts = rows_file.torch_extensions.get(name)
+                if facts is None or facts.url is None:
+                    out.append(f"{where}: packages: {name!r} has no url pattern under torch_extensions")
+            continue
+        if source.url is None and source.enabled:
+            out.append(f"{where}: url: an enabled index needs a url")
+        try:
+            (source.url or "").format(cuda_tag="cu130", torch_minor="2.11")
+        except (KeyError, IndexError, ValueError) as exc:
+            out.append(f"{where}: url: only {{cuda_tag}} and {{torch_minor}} may be filled in ({exc})")
+        for served in source.serves:
+            try:
+                parse_minor(served.glibc, "glibc version")
+                for version in (v for versions in served.packages.values() for v in versions):
+                    Version(version)
+            except (InvalidVersion, BadInputError) as exc:
+                out.append(f"{where}: serves: {exc}")
     return out
 
 

@@ -8,7 +8,7 @@ import hashlib
 import json
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 from verl_setup.util.vocab import BackendName, EngineName
 
@@ -193,6 +193,50 @@ class ExtensionFacts:
     modules: tuple[str, ...] = ()
     # Row packages that go with it and are left out with it.
     companions: tuple[str, ...] = ()
+    # CPU-core minutes one build takes (the refusal's time estimate divides it by the build jobs).
+    build_core_minutes: int | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class ServedWheels:
+    """One set of builds a wheel source serves: which packages at which versions, for which torch
+    minors, CUDA releases, Pythons, CPU architectures and C++ ABI, and the glibc its wheels need."""
+
+    packages: dict[str, tuple[str, ...]]
+    torch: tuple[str, ...]
+    cuda: tuple[str, ...]
+    python: tuple[str, ...]
+    arch: tuple[str, ...] = ("x86_64",)
+    glibc: str
+    cxx11abi: bool = True
+
+
+# How a source says which torch a wheel was built for: the wheel's file name (a local version
+# label), the index's own path (one index per torch), a manifest beside the wheel, or nothing
+# (only the ABI check after the wheel lands can tell).
+TorchFrom = Literal["file-name", "index-path", "manifest", "abi-check"]
+Trust = Literal["upstream", "community", "user"]
+
+
+@dataclass(frozen=True, kw_only=True)
+class WheelSource:
+    """A place prebuilt torch-extension wheels come from, tried in order before install refuses.
+
+    `release-assets`: a project's own release assets, named by the url pattern and build table of
+    each package under torch_extensions. `index`: a PEP 503 simple index (a folder or a URL) whose
+    page for the package lists the wheels; `serves` says what it holds, as read from its sources."""
+
+    id: str
+    kind: Literal["release-assets", "index"]
+    url: str | None = None  # index: the simple index URL ({cuda_tag} cu130, {torch_minor} 2.11)
+    packages: tuple[str, ...] = ()  # release-assets: the torch_extensions entries it serves
+    serves: tuple[ServedWheels, ...] = ()
+    torch_from: TorchFrom
+    trust: Trust
+    enabled: bool = True
+    evidence: str
+    notes: str | None = None
+    line: int = field(default=0, compare=False)
 
 
 # The older name of the same facts (flash-attn was the first such package).
@@ -217,6 +261,7 @@ class RowsFile:
     schema: int
     indexes: dict[str, IndexSpec] = field(default_factory=dict)
     torch_extensions: dict[str, ExtensionFacts] = field(default_factory=dict)
+    wheel_sources: tuple[WheelSource, ...] = ()
     unfit: tuple[Unfit, ...] = ()
     rows: tuple[Row, ...]
 
