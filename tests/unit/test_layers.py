@@ -12,13 +12,14 @@ PACKAGE = Path(__file__).resolve().parents[2] / "installer" / "verl_setup"
 
 # Lowest first. A module may import its own layer and any layer below it.
 LAYERS = (
-    ("verl_setup", "verl_setup.errors", "verl_setup.util", "verl_setup.output"),
+    ("verl_setup", "verl_setup.errors", "verl_setup.util", "verl_setup.output", "verl_setup.scripts"),
     ("verl_setup.matrix",),
     ("verl_setup.host",),
     ("verl_setup.plan",),
     ("verl_setup.environment",),
     ("verl_setup.render",),
     ("verl_setup.doctor",),
+    ("verl_setup.maintenance",),  # keeps the matrix true; uses environment/, nothing below uses it
     ("verl_setup.commands",),
     ("verl_setup.cli", "verl_setup.__main__"),
 )

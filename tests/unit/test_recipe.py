@@ -158,7 +158,8 @@ def test_a_user_source_comes_before_the_matrix_s(tmp_path: Path) -> None:
 
 def test_no_wheel_in_any_source_is_one_line_naming_every_way_out() -> None:
     machine = host(driver="570.124.06", gpus=(("NVIDIA H100 80GB HBM3", "9.0"),))
-    plan = plan_for(Scenario("r570", {"verl": "0.9.1", "engine": "vllm", "python": "3.12.3"}, machine=machine))
+    request = {"verl": "0.9.1", "engine": "vllm", "python": "3.12.3"}
+    plan = plan_for(Scenario("r570", request, machine=machine))
     assert plan.row.torch.version == "2.10.0"
     with pytest.raises(InstallError) as caught:
         build_recipe(plan, cores=16, memory_gib=128)
@@ -167,7 +168,8 @@ def test_no_wheel_in_any_source_is_one_line_naming_every_way_out() -> None:
     assert "has no prebuilt wheel for torch 2.10.0 in any enabled source" in message
     assert "flash-attn-releases: flash-attn 2.8.3 published no wheel for torch 2.10" in message
     assert "verl-wheelhouse: no build for torch 2.10" in message
-    assert f"`verl-setup wheelhouse build --row {plan.row.id}` (about 20 min with 16 build jobs here" in message
+    command = f"`verl-setup wheelhouse build --row {plan.row.id}`"
+    assert f"{command} (about 20 min with 16 build jobs here" in message
     assert "--wheel-source DIR" in message
     assert "--build-flash-attn" in message
     assert "--without flash-attn" in message

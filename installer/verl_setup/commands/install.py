@@ -4,12 +4,35 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Mapping
+from pathlib import Path
 from typing import TextIO
 
 from verl_setup.commands.common import extension_requests, plan_inputs, wheel_sources
+from verl_setup.commands.flags import add_plan_flags, add_recipe_flags
 from verl_setup.environment.install import InstallOptions, install
 from verl_setup.errors import VerlSetupError
 from verl_setup.output import Progress, envelope
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    """The install flags."""
+    p.add_argument("--prefix", type=Path, default=Path(".venv"), metavar="PATH", help="default .venv")
+    p.add_argument("--lock", type=Path, metavar="FILE", help="install exactly this lock (hashes enforced)")
+    p.add_argument("--dry-run", action="store_true", help="print the exact uv commands, change nothing")
+    p.add_argument("--json", action="store_true", help="machine-readable result (schema 1)")
+    p.add_argument(
+        "--no-python-downloads", action="store_true",
+        help="never let uv download the exact Python (then the same minor found here, with a warning)",
+    )  # fmt: skip
+    p.add_argument("--wait", type=float, default=600.0, metavar="S", help="wait for another install (600)")
+    p.add_argument("--quiet", "-q", action="store_true", help="no progress lines (warnings still print)")
+    p.add_argument("--no-import", action="store_true", help="skip the import probe")
+    p.add_argument(
+        "--import-timeout", type=float, default=900.0, metavar="S", help="for the import probe (900)"
+    )
+    add_recipe_flags(p)
+    add_plan_flags(p)
+    p.set_defaults(run=run)
 
 
 def options_from_args(args: argparse.Namespace) -> InstallOptions:

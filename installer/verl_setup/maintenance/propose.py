@@ -21,9 +21,10 @@ from packaging.specifiers import SpecifierSet
 from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
-from verl_setup.environment.check import resolution_of, resolve
-from verl_setup.environment.index import Index
-from verl_setup.environment.metadata import (
+from verl_setup.environment.uv import explain_failure, python_platform
+from verl_setup.maintenance.check import resolution_of, resolve
+from verl_setup.maintenance.index import Index
+from verl_setup.maintenance.metadata import (
     ReleaseMeta,
     UvConfig,
     cuda_of,
@@ -36,7 +37,6 @@ from verl_setup.environment.metadata import (
     serves_python,
     uv_config,
 )
-from verl_setup.environment.uv import explain_failure, python_platform
 from verl_setup.matrix.load import Matrix
 from verl_setup.matrix.schema import (
     CcRange,
