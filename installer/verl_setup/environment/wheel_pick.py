@@ -24,7 +24,8 @@ from packaging.utils import InvalidWheelFilename, canonicalize_name, parse_wheel
 from packaging.version import InvalidVersion, Version
 
 from verl_setup.errors import InstallError
-from verl_setup.plan.recipe import ExtensionPlan, Recipe, refusal, without_reason
+from verl_setup.plan.recipe import ExtensionPlan, Recipe, build_jobs
+from verl_setup.plan.refusal import refusal, without_reason
 from verl_setup.plan.select import Plan
 from verl_setup.plan.wheel_sources import Candidate, torch_in_name, torch_minor
 from verl_setup.util.bounded import one_line
@@ -158,6 +159,7 @@ def resolve_wheels(plan: Plan, recipe: Recipe, say: Callable[[str], None]) -> Re
                     facts,
                     why_not=why_not,
                     without=without_reason(facts, plan.row.verl.version),
+                    jobs=build_jobs(),
                 )
             )
     return recipe

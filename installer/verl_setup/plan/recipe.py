@@ -12,16 +12,15 @@ from __future__ import annotations
 
 import os
 import re
-import shutil
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Literal
-
-from packaging.version import Version
 
 from verl_setup.errors import BadInputError, InstallError
 from verl_setup.matrix.schema import ExtensionFacts, Row, WheelSource
+from verl_setup.plan.build_host import memory_gib as _memory_gib
+from verl_setup.plan.build_host import nvcc_version
+from verl_setup.plan.refusal import refusal, without_reason
 from verl_setup.plan.select import Plan
 from verl_setup.plan.wheel_sources import Candidate, candidates, ordered_sources, user_sources
 from verl_setup.util.vocab import suggest
@@ -34,8 +33,6 @@ ExtensionRequests = Mapping[str, Choice]
 FlashAttnRequest = Choice
 TORCH_FAMILY = ("torch", "torchvision", "torchaudio")
 GIB_PER_BUILD_JOB = 4  # flash-attention README: MAX_JOBS=4 on machines with less than 96 GB of RAM
-# The command that builds a row's missing extensions once into a shared wheelhouse.
-WHEELHOUSE_COMMAND = "verl-setup wheelhouse build"
 # With no wheel in any source: install refuses (before anything changes); an image builds it.
 Missing = Literal["refuse", "build"]
 
@@ -322,34 +319,12 @@ def _extension_plan(
         )
     if request == "build" or sources.missing == "build":
         return _build_plan(row, name, version, measured)
-    raise InstallError(refusal(row, name, facts, why_not=why_not, without=without, measured=measured))
+    raise InstallError(refusal(row, name, facts, why_not=why_not, without=without, jobs=_jobs(measured)))
 
 
-def refusal(
-    row: Row,
-    name: str,
-    facts: ExtensionFacts,
-    *,
-    why_not: list[str],
-    without: str,
-    measured: _Measured | None = None,
-) -> str:
-    """The one line install stops with when no source has the wheel: the choices, before anything changes."""
-    version = row.packages[name]
-    jobs = _jobs(measured or _Measured(None, None, None))
-    estimate = (
-        f"about {max(1, round(facts.build_core_minutes / jobs))} min with {jobs} build jobs here"
-        if facts.build_core_minutes
-        else "an hour or more"
-    )
-    flag = "--build-flash-attn" if name == "flash-attn" else f"--build {name}"
-    sources = "; ".join(why_not) or "no wheel source lists it"
-    return (
-        f"{name} {version} has no prebuilt wheel for torch {row.torch.version} in any enabled source "
-        f"({sources}): build it once into a wheelhouse with `{WHEELHOUSE_COMMAND} --row {row.id}` "
-        f"({estimate}, needs nvcc {row.torch.cuda}) and pass --wheel-source DIR, or {flag} to compile "
-        f"it into this environment, or --without {name} ({without}); nothing was changed"
-    )
+def build_jobs() -> int:
+    """How many build jobs this machine's cores and memory allow."""
+    return _jobs(_Measured(None, None, None))
 
 
 def _jobs(measured: _Measured) -> int:
@@ -381,17 +356,6 @@ def _build_plan(row: Row, name: str, version: str, measured: _Measured) -> Exten
     return ExtensionPlan(name=name, version=version, mode="build", reason=reason, max_jobs=jobs)
 
 
-def without_reason(facts: ExtensionFacts | None, verl_version: str) -> str:
-    """What a run of this verl line can do without the package (read from its code; matrix data)."""
-    if facts is not None:
-        release = Version(verl_version).release
-        for size in (2, 1):
-            key = ".".join(str(p) for p in release[:size])
-            if key in facts.without:
-                return facts.without[key]
-    return "the matrix does not say what this verl line does without it"
-
-
 def recipe_for(
     plan: Plan, requests: ExtensionRequests, env: Mapping[str, str], wheel_sources: tuple[str, ...] = ()
 ) -> Recipe:
@@ -407,27 +371,3 @@ def recipe_for(
         wheel_sources=wheel_sources,
         env=env,
     )
-
-
-def nvcc_version(env: Mapping[str, str]) -> str | None:
-    """The CUDA release of the nvcc a build would use (CUDA_HOME's, else PATH's), e.g. "13.0"."""
-    from verl_setup.util.runner import ProgramError, run  # noqa: PLC0415
-
-    home = env.get("CUDA_HOME") or env.get("CUDA_PATH")
-    nvcc = str(Path(home) / "bin" / "nvcc") if home and (Path(home) / "bin" / "nvcc").exists() else None
-    nvcc = nvcc or shutil.which("nvcc", path=env.get("PATH", os.defpath))
-    if nvcc is None:
-        return None
-    try:
-        out = run([nvcc, "--version"], timeout=30, env=env)
-    except ProgramError:
-        return None
-    found = re.search(r"release (\d+\.\d+)", out.stdout)
-    return found[1] if found else None
-
-
-def _memory_gib() -> float | None:
-    try:
-        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30
-    except (ValueError, OSError):
-        return None
