@@ -81,8 +81,7 @@ def run_show(args: argparse.Namespace, env: Mapping[str, str], out: TextIO) -> i
     matrix = load_matrix(args.matrix)
     row = matrix.row(args.id)
     if args.json:
-        proof = dict(zip(("level", "detail"), matrix.proof_of(row), strict=True))
-        out.write(envelope({"row": row.to_dict(), "proof": proof}))
+        out.write(envelope({"row": row.to_dict(), "proof": matrix.proof_json(row)}))
     else:
         out.write(row_text(row, matrix))
     return 0

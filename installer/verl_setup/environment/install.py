@@ -384,7 +384,15 @@ def manifest(job: Job, report: Report) -> dict[str, Any]:
         "recipe": [{"step": c.what, "argv": c.argv[1:]} for c in job.commands],
         "flash_attn": None if fa is None else {"version": fa.version, "mode": fa.mode, "reason": fa.reason},
         "torch_extensions": {
-            e.name: {"version": e.version, "mode": e.mode, "reason": e.reason} for e in job.recipe.extensions
+            e.name: {
+                "version": e.version,
+                "mode": e.mode,
+                "source": e.source,
+                "url": e.url,
+                "sha256": e.sha256,
+                "reason": e.reason,
+            }
+            for e in job.recipe.extensions
         },
         "platform": snap.platform,
         "facts": plan.target.facts_json(),

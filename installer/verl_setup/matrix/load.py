@@ -41,6 +41,21 @@ class Matrix:
         """The proof level the row reached (None: unproven) and the words for it."""
         return self.proof.for_row(row)
 
+    def proof_json(self, row: Row) -> dict[str, object]:
+        """`proof` of plan/matrix --json: level, detail, and whether the whole stack was proven."""
+        level, detail = self.proof_of(row)
+        record = self.proof.rows.get(row.id)
+        left_out = record.left_out() if record is not None and level is not None else []
+        return {"level": level, "detail": detail, "whole_stack": not left_out, "left_out": left_out}
+
+    def proof_words(self, row: Row) -> str:
+        """`imports`, or `imports (without flash-attn)` for a row proven with a reduced stack."""
+        from verl_setup.matrix.proof import words  # noqa: PLC0415
+
+        level, _ = self.proof_of(row)
+        record = self.proof.rows.get(row.id)
+        return "-" if level is None or record is None else words(level, record.left_out())
+
     @property
     def rows(self) -> tuple[Row, ...]:
         """Rows in file order (earlier rows win ties in selection)."""

@@ -54,7 +54,7 @@ class Plan:
         return {
             "schema": PLAN_SCHEMA,
             "row": self.row.to_dict(),
-            "proof": dict(zip(("level", "detail"), self.matrix.proof_of(self.row), strict=True)),
+            "proof": self.matrix.proof_json(self.row),
             "python": self.python,
             "policy": self.policy,
             "index_url": self.index_url,
