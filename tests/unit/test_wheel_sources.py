@@ -107,3 +107,17 @@ def test_plan_says_per_extension_what_install_will_do() -> None:
     assert "verl-setup wheelhouse build" in entries["transformer-engine-torch"]["reason"]
     built = outlook(plan_for(MEGATRON), requests={"apex": "build"}, wheel_sources=(), env={})
     assert {e["name"]: e["mode"] for e in built}["apex"] == "build"
+
+
+def test_an_image_builds_what_no_source_has_instead_of_refusing(tmp_path: Path) -> None:
+    from tests.conftest import run_cli  # noqa: PLC0415
+
+    out = tmp_path / "out"
+    done = run_cli(
+        "render", "docker", "--row", "verl0.9-vllm0.19.1-cu128", "--driver", "570.124.06", "--gpu", "H100",
+        "--out", str(out),
+    )  # fmt: skip
+    assert done.code == 0, done.err
+    dockerfile = (out / "Dockerfile").read_text()
+    assert "flash-attn 2.8.3 (built against the installed torch)" in dockerfile
+    assert '"flash-attn==2.8.3" "--no-build-isolation"' in dockerfile
