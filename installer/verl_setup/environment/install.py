@@ -164,8 +164,11 @@ def uv_commands(
             )
         )
         built = [e.name for e in recipe.extensions if e.mode == "build"]
+        # The lock holds no package installed without its dependencies: they come after it.
         steps = [
-            s for s in recipe.steps if s.name in built or s.name.removesuffix("-build-requires") in built
+            s
+            for s in recipe.steps
+            if s.name in built or s.name.removesuffix("-build-requires") in built or s.no_deps
         ]
     else:
         steps = list(recipe.steps)

@@ -218,6 +218,16 @@ def _check_rows(rows_file: RowsFile, rules: CudaRules, file: str) -> list[str]: 
             needed.add("requires.compute_capability")
         if row.overrides:
             needed.add("overrides")
+        if row.no_deps:
+            needed.add("no_deps")
+        if row.sources:
+            needed.add("sources")
+        for name in (*row.no_deps, *row.sources):
+            if name not in row.packages:
+                bad(
+                    "no_deps" if name in row.no_deps else "sources",
+                    f"{name!r} is not one of the row's packages",
+                )
         for key in sorted(needed - set(row.evidence)):
             bad("evidence", f"no evidence for {key!r}")
         for key in sorted(set(row.evidence) - needed):

@@ -111,6 +111,11 @@ class Row:
     gpu_only_imports: dict[str, str] = field(default_factory=dict)
     # The training backend the row carries (verl's [fsdp] / [megatron] extras): a second axis.
     backend: BackendName = "fsdp"
+    # Packages installed last without their dependencies, as verl's uv flow declares them
+    # (`[[tool.uv.dependency-metadata]] requires-dist = []`): their own pins would move the stack.
+    no_deps: tuple[str, ...] = ()
+    # Packages that come from a direct reference instead of the index (name -> `git+https://...@rev`).
+    sources: dict[str, str] = field(default_factory=dict)
     notes: str | None = None
     line: int = field(default=0, compare=False)
 

@@ -81,6 +81,7 @@ class Step:
     index_url: str | None = None
     overrides: bool = False
     no_build_isolation: bool = False
+    no_deps: bool = False
     extra_index_url: str | None = None  # a wheel source's index, beside the row's
     no_build: tuple[str, ...] = ()  # packages that must come as wheels (never their sdist)
     config_settings: tuple[str, ...] = ()
@@ -101,6 +102,8 @@ class Step:
             args += ["--override", overrides_file]
         if self.no_build_isolation:
             args.append("--no-build-isolation")
+        if self.no_deps:
+            args.append("--no-deps")
         for setting in self.config_settings:
             args += ["--config-settings", setting]
         return args
@@ -168,7 +171,8 @@ def build_recipe(
     # A package left out takes its companions with it (a TransformerEngine without its torch
     # module breaks `import megatron.core`).
     dropped = {c for e in plans if e.mode == "without" for c in facts[e.name].companions}
-    rest = tuple(r for r in reqs[1:] if _name(r) not in (*TORCH_FAMILY, *facts, *dropped))
+    loose = (*row.no_deps, *row.sources)  # installed last, on their own (below)
+    rest = tuple(r for r in reqs[1:] if _name(r) not in (*TORCH_FAMILY, *facts, *dropped, *loose))
     index, overrides = plan.index_url, bool(row.overrides)
     steps = [
         Step(
@@ -204,7 +208,9 @@ def build_recipe(
             overrides=overrides,
         )
     )
-    verify = [r for r in reqs if _name(r) not in (*facts, *dropped)]
+    if loose:
+        steps.append(_loose_step(row))
+    verify = [r for r in reqs if _name(r) not in (*facts, *dropped, *row.sources)]
     verify += [f"{e.name}=={e.version}" for e in plans if e.mode != "without" and not facts[e.name].build]
     return Recipe(
         row=row,
@@ -232,6 +238,19 @@ class _Measured:
     nvcc_version: str | None
     cores: int | None
     memory_gib: float | None
+
+
+def _loose_step(row: Row) -> Step:
+    """The packages installed without their dependencies, or from a direct reference, last."""
+    names = tuple(dict.fromkeys((*row.no_deps, *row.sources)))
+    return Step(
+        name="no-deps",
+        title=f"{', '.join(names)} without their dependencies, as verl's own uv flow installs them",
+        requirements=tuple(
+            f"{n} @ {row.sources[n]}" if n in row.sources else f"{n}=={row.packages[n]}" for n in names
+        ),
+        no_deps=True,
+    )
 
 
 def _check_names(asked: Mapping[str, Choice], row: Row, facts: Mapping[str, ExtensionFacts]) -> None:

@@ -66,7 +66,9 @@ for name in ("flashinfer", "flash_attn", "sgl_kernel", "datasets", "ray", "tenso
         modules.append(name)
 # The Megatron backend, where it is installed: what verl's Megatron workers import.
 if exists("megatron.core"):
+    # The HF <-> Megatron bridges: Megatron-Bridge (verl 0.9's default) and mbridge (verl 0.8's).
     for name in ("megatron.core", "transformer_engine", "transformer_engine.pytorch", "apex",
+                 "megatron.bridge", "mbridge", "verl.models.mcore.bridge", "verl.models.mcore.mbridge",
                  "verl.workers.megatron_workers", "verl.workers.engine.megatron",
                  "verl.utils.megatron_utils"):
         if exists(name):
