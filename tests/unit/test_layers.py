@@ -118,3 +118,13 @@ def test_no_module_beside_a_child_script_shadows_what_the_child_imports() -> Non
     for child in PACKAGE.rglob("*_child.py"):
         assert not (child.parent / "ray.py").exists(), child
         assert not (child.parent / "pynvml.py").exists(), child
+
+
+def test_no_module_is_over_400_lines() -> None:
+    """A module that long holds more than one idea: split it along a seam it has."""
+    long = {
+        str(p.relative_to(PACKAGE)): n
+        for p in PACKAGE.rglob("*.py")
+        if (n := len(p.read_text().splitlines())) > 400
+    }
+    assert long == {}

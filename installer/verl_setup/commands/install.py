@@ -9,7 +9,8 @@ from typing import TextIO
 
 from verl_setup.commands.common import extension_requests, plan_inputs, wheel_sources
 from verl_setup.commands.flags import add_plan_flags, add_recipe_flags
-from verl_setup.environment.install import InstallOptions, install
+from verl_setup.environment.install import install
+from verl_setup.environment.install_job import InstallOptions
 from verl_setup.errors import VerlSetupError
 from verl_setup.output import Progress, envelope
 

@@ -16,6 +16,7 @@ from packaging.markers import InvalidMarker, Marker
 from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
+from verl_setup.environment.abi import AbiReport, check_site_packages
 from verl_setup.environment.lock import Lock
 from verl_setup.environment.probe import ProbeResult
 from verl_setup.errors import BadInputError, CheckFailedError
@@ -160,6 +161,7 @@ class Report:
     findings: tuple[Finding, ...]
     notes: tuple[str, ...]
     probe: ProbeResult | None = None
+    abi: AbiReport | None = None  # the compiled torch extensions against the installed torch
 
     @property
     def import_ok(self) -> bool | None:
@@ -179,7 +181,7 @@ class Report:
     @property
     def ok(self) -> bool:
         """No finding, and the smoke import (if run) worked."""
-        return not self.findings and self.import_ok is not False
+        return not self.findings and self.import_ok is not False and (self.abi is None or self.abi.ok)
 
     def summary(self) -> str:
         """One line for the error message."""
@@ -189,6 +191,8 @@ class Report:
         parts = [
             f"{len(v)} {k} ({', '.join(v[:4])}{', ...' if len(v) > 4 else ''})" for k, v in kinds.items()
         ]
+        if self.abi is not None and self.abi.findings:
+            parts.append(f"ABI check: {self.abi.findings[0].message}")
         if self.import_ok is False:
             parts.append(f"import probe failed: {self.import_detail}")
         return f"{self.snapshot.prefix} does not match {self.expected.source}: " + "; ".join(parts)
@@ -199,6 +203,10 @@ class Report:
         lines = [f"verify {s.prefix} (Python {s.python}, {s.platform}) against {self.expected.source}"]
         lines += [f.line() for f in self.findings]
         lines += [f"  note       {n}" for n in self.notes]
+        if self.abi is not None:
+            lines += [f"  abi        {f.message}" for f in self.abi.findings]
+            read, failed = len(self.abi.checked), len(self.abi.findings)
+            lines.append(f"  ABI check: {read} compiled torch extensions read, {failed} failed")
         matched = sum(1 for n, v in self.expected.pins.items() if same_version(s.versions().get(n), v))
         lines.append(f"  {matched} of {len(self.expected.pins)} expected distributions match")
         text = "\n".join(lines) + "\n"
@@ -218,6 +226,7 @@ class Report:
             "notes": list(self.notes),
             "distributions": dict(sorted(s.versions().items())),
             "import": None if self.probe is None else self.probe.to_json(),
+            "abi": None if self.abi is None else self.abi.to_json(),
         }
 
 
@@ -355,14 +364,17 @@ def verify_env(
     snap = probe(python, env)
     expected = expected_for(snap)
     findings, notes = compare(snap, expected)
+    abi = check_site_packages(
+        tuple(dict.fromkeys(Path(d.location) for d in snap.dists if Path(d.location).is_dir()))
+    )
     if import_timeout is None:
-        return Report(snapshot=snap, expected=expected, findings=tuple(findings), notes=tuple(notes))
+        return Report(snapshot=snap, expected=expected, findings=tuple(findings), notes=tuple(notes), abi=abi)
     if engine is None:
         have = snap.versions()
         engine = next((e for e in ROLLOUT_ENGINES if e in have), "none")
     result = run_probe(python, engine, import_timeout, env, gpu_only=gpu_only, left_out=left_out)
     return Report(
-        snapshot=snap, expected=expected, findings=tuple(findings), notes=tuple(notes), probe=result
+        snapshot=snap, expected=expected, findings=tuple(findings), notes=tuple(notes), probe=result, abi=abi
     )
 
 
