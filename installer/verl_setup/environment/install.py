@@ -49,6 +49,7 @@ from verl_setup.environment.verify import (
 )
 from verl_setup.errors import InstallError
 from verl_setup.output import Progress
+from verl_setup.plan.recipe import ExtensionPlan
 from verl_setup.util.runner import Completed, ProgramError, stream
 
 VENV_TIMEOUT_S = 300.0
@@ -93,6 +94,9 @@ def build(job: Job, progress: Progress) -> tuple[Job, dict[str, Any], Report]:
         if tty:
             progress.end_line()  # uv draws its own progress bars below the status line
         _run_uv(command, job=job, tty=tty, timeout=INSTALL_TIMEOUT_S)
+        ext = job.recipe.extension(command.what)
+        if ext is not None and ext.mode in ("wheel", "build"):
+            _check_extension(job, ext, progress)
     progress.step(
         "verify", "installed versions" + ("" if job.import_timeout is None else ", then the import probe")
     )
@@ -143,6 +147,21 @@ def _make_venv(job: Job, progress: Progress) -> Job:
     )
     _run_uv(job.commands[0], job=job, tty=False, timeout=VENV_TIMEOUT_S)
     return job
+
+
+def _check_extension(job: Job, ext: ExtensionPlan, progress: Progress) -> None:
+    """A compiled extension just landed: its ELF symbols against the staging env's torch (no GPU,
+    no import). A wheel built for another torch stops the install here, before the swap."""
+    from verl_setup.environment.abi import check_environment  # noqa: PLC0415
+
+    report = check_environment(job.staging / "bin" / "python")
+    progress.step(
+        "abi", f"{ext.name}: {len(report.checked)} compiled modules read against the installed torch"
+    )
+    if not report.ok:
+        found = report.findings[0]
+        where = f" (from {ext.source}: {ext.url})" if ext.source else ""
+        raise InstallError(f"{found.message}{where}; nothing was changed")
 
 
 def _check_abi(job: Job) -> None:
