@@ -73,6 +73,32 @@ if exists("megatron.core"):
                  "verl.utils.megatron_utils"):
         if exists(name):
             modules.append(name)
+# The bridges on the CPU: each reads a tiny Hugging Face config into Megatron's terms, the step
+# where PyPI's mbridge 0.15.1 raises AttributeError on transformers 5 (rope_theta moved into
+# rope_parameters). mbridge's _get_gptmodel_args is what its get_model passes to GPTModel.
+def tiny_config():
+    from transformers import Qwen2Config
+    cfg = Qwen2Config(vocab_size=256, hidden_size=64, intermediate_size=128, num_hidden_layers=2,
+                      num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=128)
+    cfg.architectures = ["Qwen2ForCausalLM"]
+    base = (getattr(cfg, "rope_parameters", None) or {}).get("rope_theta") or cfg.__dict__.get("rope_theta")
+    return cfg, base
+def check_megatron_bridge():
+    from megatron.bridge import AutoBridge
+    cfg, base = tiny_config()
+    p = AutoBridge.from_hf_config(cfg).to_megatron_provider(load_weights=False)
+    return (p.num_layers, p.hidden_size, p.rotary_base), (2, 64, base)
+def check_mbridge():
+    import mbridge
+    cfg, base = tiny_config()
+    bridge = mbridge.AutoBridge.from_config(cfg)
+    return (bridge.config.num_layers, bridge.config.hidden_size,
+            bridge._get_gptmodel_args()["rotary_base"]), (2, 64, base)
+CHECKS = {"megatron.bridge:AutoBridge.from_hf_config": check_megatron_bridge,
+          "mbridge:AutoBridge.from_config": check_mbridge}
+for name in CHECKS:
+    if exists(name.split(":")[0]) and name.split(":")[0] in modules:
+        modules.append(name)
 # What was left out on purpose is named too, so the report says so instead of staying silent.
 modules += [name for name in left_out if name not in modules]
 try:
@@ -86,7 +112,12 @@ for name in modules:
         sys.stdout.write(json.dumps({"start": name}) + "\n"); sys.stdout.flush()
     t = time.monotonic()
     try:
-        importlib.import_module(name)
+        if name in CHECKS:
+            got, want = CHECKS[name]()
+            if got != want:
+                raise AssertionError("read %r from a tiny Qwen2 config, expected %r" % (got, want))
+        else:
+            importlib.import_module(name)
         out = {"module": name, "outcome": "ok"}
     except BaseException as exc:
         text = "".join(traceback.format_exception_only(type(exc), exc)).strip().splitlines()[-1]
