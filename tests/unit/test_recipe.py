@@ -264,3 +264,24 @@ def test_a_megatron_row_without_a_choice_for_transformer_engine_is_refused_in_on
 def test_an_unknown_package_name_for_build_is_bad_input_with_a_suggestion() -> None:
     with pytest.raises(BadInputError, match="did you mean 'transformer-engine-torch'"):
         build_recipe(plan_for(MEGATRON), extensions={"transformer-engine-torc": "build"})
+
+
+def test_megatron_bridges_come_last_without_dependencies_and_a_git_source_may_be_left_out() -> None:
+    off = {"flash-attn": "without", "transformer-engine-torch": "without", "apex": "without"}
+    recipe = build_recipe(plan_for(MEGATRON), extensions=off)
+    assert recipe.steps[-1].name == "no-deps"
+    assert recipe.steps[-1].requirements == (
+        "megatron-bridge==0.5.0",
+        "mbridge @ git+https://github.com/ISEEKYAN/mbridge.git@641a5a0",
+    )
+    assert recipe.steps[-1].pip_args("o")[-1] == "--no-deps"
+    verl = recipe.step("verl")
+    assert verl is not None
+    assert not [r for r in verl.requirements if r.startswith(("mbridge", "megatron-bridge"))]
+    assert "megatron-bridge==0.5.0" in recipe.verify_pins
+    assert not [p for p in recipe.verify_pins if p.startswith("mbridge")]  # a git source has no pin
+    without = build_recipe(plan_for(MEGATRON), extensions={**off, "mbridge": "without"})
+    assert without.steps[-1].requirements == ("megatron-bridge==0.5.0",)
+    assert without.left_out_sources_modules() == {"mbridge": "mbridge left out (--without mbridge)"}
+    with pytest.raises(BadInputError):
+        build_recipe(plan_for(MEGATRON), extensions={**off, "mbridge": "build"})

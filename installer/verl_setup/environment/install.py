@@ -114,9 +114,12 @@ def build(job: Job, progress: Progress) -> tuple[Job, dict[str, Any], Report]:
         env=job.env,
         engine=row.engine.name,
         gpu_only=row.gpu_only_imports,
-        left_out=job.plan.matrix.rows_file.left_out_modules(
-            e.name for e in job.recipe.extensions if e.mode == "without"
-        ),
+        left_out={
+            **job.plan.matrix.rows_file.left_out_modules(
+                e.name for e in job.recipe.extensions if e.mode == "without"
+            ),
+            **job.recipe.left_out_sources_modules(),
+        },
     )
     if not report.ok:
         sys.stderr.write(report.text())
@@ -215,6 +218,10 @@ def manifest(job: Job, report: Report) -> dict[str, Any]:
                 "reason": e.reason,
             }
             for e in job.recipe.extensions
+        },
+        "sources": {
+            name: {"url": url, "mode": "without" if name in job.recipe.left_out_sources else "installed"}
+            for name, url in plan.row.sources.items()
         },
         "platform": snap.platform,
         "facts": plan.target.facts_json(),

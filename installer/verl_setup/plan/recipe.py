@@ -118,12 +118,17 @@ class Recipe:
     overrides: tuple[str, ...]
     steps: tuple[Step, ...]
     extensions: tuple[ExtensionPlan, ...] = ()
+    left_out_sources: tuple[str, ...] = ()  # direct-reference packages left out (--without NAME)
     verify_pins: tuple[str, ...] = field(default=())
     warnings: tuple[str, ...] = ()
 
     def step(self, name: StepName) -> Step | None:
         """The step of that name, if the recipe has one."""
         return next((s for s in self.steps if s.name == name), None)
+
+    def left_out_sources_modules(self) -> dict[str, str]:
+        """module -> why, for the direct-reference packages left out (the probe's `absent`)."""
+        return {n.replace("-", "_"): f"{n} left out (--without {n})" for n in self.left_out_sources}
 
     def extension(self, name: str) -> ExtensionPlan | None:
         """The plan of one package built against torch, if the row has it."""
@@ -208,8 +213,12 @@ def build_recipe(
             overrides=overrides,
         )
     )
-    if loose:
-        steps.append(_loose_step(row))
+    skipped = tuple(n for n in row.sources if asked.get(n) == "without")
+    if set(loose) - set(skipped):
+        steps.append(_loose_step(row, skipped))
+    warnings += [
+        f"{n} left out (--without {n}): its source {row.sources[n]} is not installed" for n in skipped
+    ]
     verify = [r for r in reqs if _name(r) not in (*facts, *dropped, *row.sources)]
     verify += [f"{e.name}=={e.version}" for e in plans if e.mode != "without" and not facts[e.name].build]
     return Recipe(
@@ -218,6 +227,7 @@ def build_recipe(
         overrides=row.overrides,
         steps=tuple(steps),
         extensions=tuple(plans),
+        left_out_sources=skipped,
         verify_pins=tuple(verify),
         warnings=tuple(warnings),
     )
@@ -240,9 +250,9 @@ class _Measured:
     memory_gib: float | None
 
 
-def _loose_step(row: Row) -> Step:
+def _loose_step(row: Row, skipped: tuple[str, ...]) -> Step:
     """The packages installed without their dependencies, or from a direct reference, last."""
-    names = tuple(dict.fromkeys((*row.no_deps, *row.sources)))
+    names = tuple(n for n in dict.fromkeys((*row.no_deps, *row.sources)) if n not in skipped)
     return Step(
         name="no-deps",
         title=f"{', '.join(names)} without their dependencies, as verl's own uv flow installs them",
@@ -255,6 +265,8 @@ def _loose_step(row: Row) -> Step:
 
 def _check_names(asked: Mapping[str, Choice], row: Row, facts: Mapping[str, ExtensionFacts]) -> None:
     for name in asked:
+        if name in row.sources and asked[name] == "without":
+            continue  # a direct-reference package (a git source) may be left out too
         if name not in facts:
             raise BadInputError(
                 f"--build/--without {name!r}: not a package built against torch; the matrix knows "

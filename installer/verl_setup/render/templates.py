@@ -215,6 +215,7 @@ def _left_out_json(plan: Plan, recipe: Recipe | None) -> str:
     """The probe's map of modules left out on purpose (--without NAME), or "" when none are."""
     left = [e.name for e in recipe.extensions if e.mode == "without"] if recipe else []
     modules = plan.matrix.rows_file.left_out_modules(left)
+    modules |= recipe.left_out_sources_modules() if recipe else {}
     return json.dumps(modules, sort_keys=True) if modules else ""
 
 
