@@ -16,7 +16,7 @@ from verl_setup.environment.install_job import uv_commands
 from verl_setup.environment.python_choice import PythonChoice
 from verl_setup.errors import BadInputError, InstallError
 from verl_setup.host.facts import HostFacts
-from verl_setup.plan.recipe import build_recipe
+from verl_setup.plan.recipe import Choice, build_recipe
 
 SENTINEL = "OVERRIDES"
 
@@ -267,7 +267,11 @@ def test_an_unknown_package_name_for_build_is_bad_input_with_a_suggestion() -> N
 
 
 def test_megatron_bridges_come_last_without_dependencies_and_a_git_source_may_be_left_out() -> None:
-    off = {"flash-attn": "without", "transformer-engine-torch": "without", "apex": "without"}
+    off: dict[str, Choice] = {
+        "flash-attn": "without",
+        "transformer-engine-torch": "without",
+        "apex": "without",
+    }
     recipe = build_recipe(plan_for(MEGATRON), extensions=off)
     assert recipe.steps[-1].name == "no-deps"
     assert recipe.steps[-1].requirements == (
