@@ -67,7 +67,7 @@ def run_list(args: argparse.Namespace, env: Mapping[str, str], out: TextIO) -> i
 
     matrix = load_matrix(args.matrix)
     if args.json:
-        rows = [r.to_dict() for r in matrix.rows]
+        rows = [{**r.to_dict(), "proof": matrix.proof_json(r)} for r in matrix.rows]
         out.write(envelope({"matrix": str(matrix.path), "sha256": matrix.sha256, "rows": rows}))
     else:
         out.write(matrix_list_text(matrix))
