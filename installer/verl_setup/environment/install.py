@@ -19,6 +19,8 @@ from pathlib import Path
 from types import FrameType
 from typing import Any, TextIO
 
+from packaging.utils import canonicalize_name
+
 from verl_setup import __version__
 from verl_setup.environment.install_job import (
     INPUTS,
@@ -161,8 +163,14 @@ def _check_extension(job: Job, ext: ExtensionPlan, progress: Progress) -> None:
     progress.step(
         "abi", f"{ext.name}: {len(report.checked)} compiled modules read against the installed torch"
     )
-    if not report.ok:
-        found = report.findings[0]
+    # Only this package's modules decide here; the rest of the environment is verify's to judge.
+    mine = [
+        f
+        for f in report.findings
+        if f.distribution and canonicalize_name(f.distribution) == canonicalize_name(ext.name)
+    ]
+    if mine:
+        found = mine[0]
         where = f" (from {ext.source}: {ext.url})" if ext.source else ""
         raise InstallError(f"{found.message}{where}; nothing was changed")
 
