@@ -208,13 +208,15 @@ BRIDGES = {
         "    def from_hf_config(cls, c): return cls(c)\n"
         "    def to_megatron_provider(self, load_weights=True): return _Provider(self.c)\n"
     ),
+    "mbridge/core/__init__.py": "",
+    "mbridge/core/parallel_states.py": "class ParallelStates:\n    pass\n",
     "mbridge/__init__.py": (
         "class _Config:\n"
         "    def __init__(self, c): self.num_layers, self.hidden_size = c.num_hidden_layers, c.hidden_size\n"
         "class AutoBridge:\n"
         "    def __init__(self, c): self.hf_config, self.config = c, _Config(c)\n"
         "    @classmethod\n"
-        "    def from_config(cls, c): return cls(c)\n"
+        "    def from_config(cls, c, parallel_states=None): return cls(c)\n"
         "    def _get_gptmodel_args(self): return dict(rotary_base=self.hf_config.rope_theta)\n"
     ),
 }

@@ -90,8 +90,10 @@ def check_megatron_bridge():
     return (p.num_layers, p.hidden_size, p.rotary_base), (2, 64, base)
 def check_mbridge():
     import mbridge
+    from mbridge.core.parallel_states import ParallelStates
     cfg, base = tiny_config()
-    bridge = mbridge.AutoBridge.from_config(cfg)
+    # One process, no torch.distributed: the parallel sizes are given (1 each), not read from Megatron.
+    bridge = mbridge.AutoBridge.from_config(cfg, parallel_states=ParallelStates())
     return (bridge.config.num_layers, bridge.config.hidden_size,
             bridge._get_gptmodel_args()["rotary_base"]), (2, 64, base)
 CHECKS = {"megatron.bridge:AutoBridge.from_hf_config": check_megatron_bridge,
