@@ -24,6 +24,7 @@ SUBCOMMANDS = {
     "install": ("install", "uv venv + exact pins + verify, swapped into place atomically"),
     "lock": ("lock", "a hashed lock for the row's target Python and platform"),
     "verify": ("verify", "does an environment (or every Ray node) match its lock or row?"),
+    "wheelhouse": ("wheelhouse", "build a row's torch extensions once into a shared PEP 503 folder"),
     "doctor": ("doctor", "the silent traps (Python, CUDA, Ray, HF cache, GPU memory, launch)"),
 }
 

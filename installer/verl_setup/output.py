@@ -27,6 +27,7 @@ class Progress:
         self.stream = stream or sys.stderr
         self.live = not quiet and self.stream.isatty()
         self._status = False  # a status line is on screen, not yet ended
+        self._last_status = float("-inf")  # when status() last wrote
 
     def elapsed(self) -> float:
         """Seconds since the start, rounded for output."""
@@ -55,6 +56,16 @@ class Progress:
         self.steps.append({"step": name, "at": round(now, 3)})
         if not self.quiet:
             self._line(f"[{now:6.1f}s] {name}: {message}", keep=not self.live)
+
+    def status(self, message: str, *, every: float = 30.0) -> None:
+        """A running step's progress: redrawn in place on a terminal, a line per `every` s on a pipe."""
+        if self.quiet:
+            return
+        now = time.monotonic()
+        if not self.live and now - self._last_status < every:
+            return
+        self._last_status = now
+        self._line(f"[{now - self.start:6.1f}s] {message}", keep=not self.live)
 
     def end_line(self) -> None:
         """End a status line before something else writes to the terminal (a child's own output)."""

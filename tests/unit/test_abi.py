@@ -166,3 +166,21 @@ def test_the_build_record_goes_into_the_wheel_with_its_record_line(tmp_path: Pat
     assert json.loads(payload) == {"cuda": "13.0", "torch": "2.11.0"}
     digest = base64.urlsafe_b64encode(hashlib.sha256(payload).digest()).rstrip(b"=").decode()
     assert f"flash_attn-2.8.3.dist-info/{BUILD_RECORD},sha256={digest},{len(payload)}" in record
+
+
+@pytest.mark.parametrize(
+    ("name", "skipped"),
+    [
+        ("_C.cpython-310-x86_64-linux-gnu.so", True),  # deep_gemm ships one per CPython
+        ("_C.cpython-312-x86_64-linux-gnu.so", False),
+        ("libtorch_c_dlpack_addon_torch29-cuda.so", True),  # torch_c_dlpack_ext: one per torch minor
+        ("libtorch_c_dlpack_addon_torch211-cuda.so", False),
+        ("flash_attn_2_cuda.cpython-312-x86_64-linux-gnu.so", False),
+        ("libtorchcodec_core7.so", False),  # an FFmpeg major, not a torch version
+    ],
+)
+def test_builds_named_for_another_python_or_torch_are_left_out(name: str, skipped: bool) -> None:
+    from verl_setup.environment.abi import _other_variant  # noqa: PLC0415
+
+    path = Path("/env/lib/python3.12/site-packages/pkg") / name
+    assert _other_variant(path, TORCH_211) is skipped

@@ -20,6 +20,7 @@ LAYERS = (
     ("verl_setup.render",),
     ("verl_setup.doctor",),
     ("verl_setup.maintenance",),  # keeps the matrix true; uses environment/, nothing below uses it
+    ("verl_setup.wheelbuild",),  # builds the wheelhouse; uses environment/ and maintenance's index client
     ("verl_setup.commands",),
     ("verl_setup.cli", "verl_setup.__main__"),
 )

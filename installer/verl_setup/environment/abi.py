@@ -9,6 +9,7 @@ one line naming both torches, instead of at import as `undefined symbol: _ZN3c10
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 import re
 import time
@@ -17,9 +18,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from verl_setup.environment.owners import Owner, Owners, metadata_version
 from verl_setup.util.elf import ElfError, SharedObject, is_elf
 from verl_setup.util.runner import ProgramError, run
-from verl_setup.util.wheelhouse import read_build_record
 
 MAX_FILES = 50_000  # files walked per site-packages folder; a verl env has ~40k
 MAX_DEPTH = 12
@@ -40,6 +41,8 @@ TORCH_SONAMES = frozenset(
 _TORCH_SYMBOL = re.compile(
     r"^_Z(?:T[VIS]|Th[n0-9]+_|Tv[n0-9_]+_)?(?:N[VKRO]*)?(?:3c10|2at|5torch|6caffe2|\d+THP)"
 )
+_PY_TAG = re.compile(r"\.cpython-(3\d+)-")
+_NAME_TORCH = re.compile(r"torch(\d)\.?(\d{1,2})(?![0-9])")
 _CUDART = re.compile(r"^libcudart\.so\.(\d+)")
 # torch minors in a wheel's local version label: flash-attn's `+cu12torch2.6cxx11abiFALSE`,
 # community builds' `+cu128torch2.9`, `+pt211cu130`.
@@ -89,17 +92,8 @@ class AbiFinding:
 
     def to_json(self) -> dict[str, Any]:
         """The finding as plain data (paths as strings)."""
-        return {
-            "kind": self.kind,
-            "file": str(self.file),
-            "distribution": self.distribution,
-            "built_torch": self.built_torch,
-            "installed_torch": self.installed_torch,
-            "missing": list(self.missing),
-            "cuda_needed": self.cuda_needed,
-            "torch_cuda": self.torch_cuda,
-            "message": self.message,
-        }
+        data = dataclasses.asdict(self)
+        return {**data, "file": str(self.file), "missing": list(self.missing)}
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -175,8 +169,12 @@ def check_site_packages(folders: Sequence[Path]) -> AbiReport:
             with contextlib.suppress(ElfError):
                 libs.append(stack.enter_context(SharedObject(path)))
         checked, findings = [], []
-        owners = _Owners(folders)
+        owners = Owners(folders)
+        skipped = 0
         for path in _candidates(folders, torch):
+            if _other_variant(path, torch):
+                skipped += 1  # loaded only by the Python or torch its name says (a per-version build)
+                continue
             try:
                 with SharedObject(path) as obj:
                     if not _is_torch_extension(obj):
@@ -192,7 +190,36 @@ def check_site_packages(folders: Sequence[Path]) -> AbiReport:
         checked=tuple(checked),
         findings=tuple(findings),
         seconds=time.monotonic() - started,
+        notes=(f"{skipped} builds for another Python or torch left out (their names say which)",)
+        if skipped
+        else (),
     )
+
+
+def check_wheel(wheel: Path, site_packages: Path) -> AbiReport:
+    """Check a wheel's compiled extensions against the torch in `site_packages` before installing it."""
+    import tempfile  # noqa: PLC0415
+    import zipfile  # noqa: PLC0415
+
+    with tempfile.TemporaryDirectory(prefix="verl-setup-abi-") as tmp:
+        unpacked = Path(tmp)
+        try:
+            with zipfile.ZipFile(wheel) as archive:
+                for member in archive.namelist():
+                    if ".dist-info/" in member or ".so" in member.rsplit("/", 1)[-1]:
+                        archive.extract(member, unpacked)  # zipfile keeps members inside `unpacked`
+        except (OSError, zipfile.BadZipFile) as exc:
+            raise ElfError(f"{wheel.name}: not a readable wheel ({exc})") from exc
+        report = check_site_packages([site_packages, unpacked])
+        inside = tuple(p for p in report.checked if unpacked in p.parents)
+        findings = tuple(f for f in report.findings if unpacked in f.file.parents)
+        return dataclasses.replace(
+            report,
+            checked=tuple(Path(wheel.name) / p.relative_to(unpacked) for p in inside),
+            findings=tuple(
+                dataclasses.replace(f, file=Path(wheel.name) / f.file.relative_to(unpacked)) for f in findings
+            ),
+        )
 
 
 def installed_torch(site_packages: Path) -> Torch | None:
@@ -202,7 +229,7 @@ def installed_torch(site_packages: Path) -> Torch | None:
     infos = sorted(site_packages.glob("torch-*.dist-info"))
     if not lib.is_dir() or not infos:
         return None
-    version = _metadata_version(infos[-1]) or infos[-1].name[len("torch-") : -len(".dist-info")]
+    version = metadata_version(infos[-1]) or infos[-1].name[len("torch-") : -len(".dist-info")]
     cuda = None
     with contextlib.suppress(OSError):
         match = _VERSION_CUDA.search((package / "version.py").read_text(errors="replace"))
@@ -212,16 +239,6 @@ def installed_torch(site_packages: Path) -> Torch | None:
         found = c10.defines(_CHECK_FAIL.values())
         cxx11abi = True if _CHECK_FAIL[True] in found else False if _CHECK_FAIL[False] in found else None
     return Torch(version=version, cuda=cuda, cxx11abi=cxx11abi, lib=lib)
-
-
-def _metadata_version(info: Path) -> str | None:
-    with contextlib.suppress(OSError), (info / "METADATA").open(errors="replace") as handle:
-        for line in handle:
-            if line.startswith("Version:"):
-                return line.split(":", 1)[1].strip()
-            if not line.strip():
-                break
-    return None
 
 
 def _candidates(folders: Sequence[Path], torch: Torch) -> Iterator[Path]:
@@ -249,12 +266,24 @@ def _candidates(folders: Sequence[Path], torch: Torch) -> Iterator[Path]:
                     yield entry
 
 
+def _other_variant(path: Path, torch: Torch) -> bool:
+    """A file named for another CPython (`.cpython-310-`) or torch (`_torch24-`) than installed."""
+    python = next(
+        (p.name[len("python") :].replace(".", "") for p in path.parents if p.name.startswith("python3")), None
+    )
+    py_tag = _PY_TAG.search(path.name)
+    if python and py_tag and py_tag.group(1) != python:
+        return True
+    torch_tag = _NAME_TORCH.search(path.name)
+    return torch_tag is not None and torch_tag.group(1, 2) != tuple(torch.version.split(".")[:2])
+
+
 def _is_torch_extension(obj: SharedObject) -> bool:
     return any(name in TORCH_SONAMES for name in obj.needed) or obj.mentions(b"_ZN3c10")
 
 
 def _check_one(
-    path: Path, obj: SharedObject, torch: Torch, libs: Sequence[SharedObject], owners: _Owners
+    path: Path, obj: SharedObject, torch: Torch, libs: Sequence[SharedObject], owners: Owners
 ) -> list[AbiFinding]:
     findings = []
     wanted = {name for name in obj.undefined() if _TORCH_SYMBOL.match(name)}
@@ -308,7 +337,7 @@ def _check_one(
     return findings
 
 
-def _unreadable(path: Path, torch: Torch, owners: _Owners, reason: str) -> AbiFinding:
+def _unreadable(path: Path, torch: Torch, owners: Owners, reason: str) -> AbiFinding:
     owner = owners.of(path)
     return AbiFinding(
         kind="unreadable",
@@ -320,11 +349,11 @@ def _unreadable(path: Path, torch: Torch, owners: _Owners, reason: str) -> AbiFi
     )
 
 
-def _name(path: Path, owner: _Owner | None) -> str:
+def _name(path: Path, owner: Owner | None) -> str:
     return f"{path.name} ({owner.name} {owner.version})" if owner else str(path)
 
 
-def _built_torch(owner: _Owner | None, missing: Sequence[str], torch: Torch) -> str | None:
+def _built_torch(owner: Owner | None, missing: Sequence[str], torch: Torch) -> str | None:
     """The torch the build was for: its build record, its version label, else what its ABI shows."""
     if owner is not None:
         recorded = owner.record.get("torch")
@@ -341,37 +370,3 @@ def _built_torch(owner: _Owner | None, missing: Sequence[str], torch: Torch) -> 
     ):
         return "a torch with the pre-C++11 ABI (PyPI's torch before 2.7, or a cxx11abiFALSE build)"
     return None
-
-
-@dataclass(frozen=True, kw_only=True)
-class _Owner:
-    name: str
-    version: str
-    record: dict[str, Any]
-
-
-class _Owners:
-    """Which installed distribution a file belongs to (from the dist-infos' RECORD), read lazily."""
-
-    def __init__(self, folders: Sequence[Path]) -> None:
-        self._folders = folders
-        self._map: dict[Path, _Owner] | None = None
-
-    def of(self, path: Path) -> _Owner | None:
-        if self._map is None:
-            self._map = {}
-            for folder in self._folders:
-                for info in sorted(folder.glob("*.dist-info")):
-                    self._read(folder, info)
-        return self._map.get(path.resolve())
-
-    def _read(self, folder: Path, info: Path) -> None:
-        if self._map is None:
-            return
-        name, _, version = info.name[: -len(".dist-info")].partition("-")
-        owner = _Owner(name=name, version=_metadata_version(info) or version, record=read_build_record(info))
-        with contextlib.suppress(OSError), (info / "RECORD").open(errors="replace") as handle:
-            for line in handle:
-                relative = line.split(",", 1)[0]
-                if ".so" in relative:
-                    self._map[(folder / relative).resolve()] = owner

@@ -62,6 +62,46 @@ def stream(
     return _execute(argv, timeout=timeout, env=env, cwd=cwd, passthrough=passthrough, tied=True)
 
 
+def follow(
+    argv: Sequence[str],
+    *,
+    timeout: float,
+    on_line: Callable[[str], None],
+    env: Mapping[str, str] | None = None,
+    cwd: str | None = None,
+) -> int:
+    """For builds that run for hours: stdout and stderr merged, each line handed to `on_line` as
+    it comes; the child dies with us (SIGKILL included), Ctrl-C or the timeout kills its group."""
+    exe = argv[0] if os.sep in argv[0] else shutil.which(argv[0])
+    if exe is None:
+        raise ProgramError(f"{argv[0]}: not found on PATH")
+    log.debug("follow %s (timeout %.1fs)", argv, timeout)
+    mask = _block(True)
+    proc = _start((exe, *argv[1:]), stderr=subprocess.STDOUT, env=env, cwd=cwd, mask=mask, tied=True)
+    expired = threading.Event()
+
+    def expire() -> None:
+        expired.set()
+        _kill_group(proc)
+
+    timer = threading.Timer(timeout, expire)
+    try:
+        _unblock(mask)
+        timer.start()
+        assert proc.stdout is not None  # noqa: S101  # PIPE was asked for
+        for line in proc.stdout:
+            on_line(line.rstrip("\n"))
+        code = proc.wait()
+    except BaseException:
+        _kill_group(proc)
+        raise
+    finally:
+        timer.cancel()
+    if expired.is_set():
+        raise ProgramError(f"{argv[0]}: no end within {timeout:g}s")
+    return code
+
+
 def _execute(
     argv: Sequence[str],
     *,
@@ -80,13 +120,39 @@ def _execute(
     # no handle on it), still writing into a staging dir while it is deleted: for a tied child
     # they wait until the child is known, then land in the try below, which kills it.
     mask = _block(tied)
+    proc = _start(
+        full, stderr=None if passthrough else subprocess.PIPE, env=env, cwd=cwd, mask=mask, tied=tied
+    )
+    try:
+        _unblock(mask)  # a signal that came during Popen is raised here, with the child known
+        stdout, stderr = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired as exc:
+        _kill_group(proc)
+        partial = exc.output.decode(errors="replace") if isinstance(exc.output, bytes) else exc.output
+        raise ProgramError(f"{argv[0]}: no answer within {timeout:g}s", stdout=partial or "") from exc
+    except BaseException:
+        # Ctrl-C or SIGTERM reached us, not the child (it has its own session): stop it now.
+        _kill_group(proc)
+        raise
+    return Completed(argv=full, returncode=proc.returncode, stdout=stdout, stderr=stderr or "")
+
+
+def _start(
+    full: Sequence[str],
+    *,
+    stderr: int | None,
+    env: Mapping[str, str] | None,
+    cwd: str | None,
+    mask: set[int | signal.Signals] | None,
+    tied: bool,
+) -> subprocess.Popen[str]:
     try:
         # A new session lets a timeout kill the whole group: a hung nvidia-smi may have children
         # that keep the pipes open, and subprocess.run would then wait on them forever.
-        proc = subprocess.Popen(
+        return subprocess.Popen(
             full,
             stdout=subprocess.PIPE,
-            stderr=None if passthrough else subprocess.PIPE,
+            stderr=stderr,
             stdin=subprocess.DEVNULL,
             text=True,
             errors="replace",
@@ -100,19 +166,7 @@ def _execute(
         )
     except OSError as exc:
         _unblock(mask)
-        raise ProgramError(f"{argv[0]}: {exc.strerror or exc}") from exc
-    try:
-        _unblock(mask)  # a signal that came during Popen is raised here, with the child known
-        stdout, stderr = proc.communicate(timeout=timeout)
-    except subprocess.TimeoutExpired as exc:
-        _kill_group(proc)
-        partial = exc.output.decode(errors="replace") if isinstance(exc.output, bytes) else exc.output
-        raise ProgramError(f"{argv[0]}: no answer within {timeout:g}s", stdout=partial or "") from exc
-    except BaseException:
-        # Ctrl-C or SIGTERM reached us, not the child (it has its own session): stop it now.
-        _kill_group(proc)
-        raise
-    return Completed(argv=full, returncode=proc.returncode, stdout=stdout, stderr=stderr or "")
+        raise ProgramError(f"{full[0]}: {exc.strerror or exc}") from exc
 
 
 def _kill_group(proc: subprocess.Popen[str]) -> None:

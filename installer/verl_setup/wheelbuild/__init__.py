@@ -1,0 +1,1 @@
+"""Building the wheelhouse: torch extensions compiled once against a row's torch (`wheelhouse build`)."""
