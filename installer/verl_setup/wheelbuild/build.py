@@ -25,7 +25,8 @@ from verl_setup.environment.uv import find_uv, index_flags, uv_env
 from verl_setup.errors import BadInputError, InstallError
 from verl_setup.host.pythons import detect_pythons
 from verl_setup.output import Progress
-from verl_setup.plan.recipe import GIB_PER_BUILD_JOB, _memory_gib
+from verl_setup.plan.build_host import memory_gib
+from verl_setup.plan.recipe import GIB_PER_BUILD_JOB
 from verl_setup.plan.select import Plan
 from verl_setup.util.runner import ProgramError, follow, run
 from verl_setup.util.vocab import suggest
@@ -116,7 +117,7 @@ def max_jobs(explicit: int | None) -> int:
     if explicit:
         return explicit
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
-    memory = _memory_gib() or GIB_PER_BUILD_JOB
+    memory = memory_gib() or GIB_PER_BUILD_JOB
     return max(1, min(cores, int(memory // GIB_PER_BUILD_JOB)))
 
 
