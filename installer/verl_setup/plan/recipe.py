@@ -30,7 +30,6 @@ StepName = str
 Choice = Literal["auto", "build", "without"]
 # What the user asked per package built against torch (--build NAME, --without NAME); absent: auto.
 ExtensionRequests = Mapping[str, Choice]
-FlashAttnRequest = Choice
 TORCH_FAMILY = ("torch", "torchvision", "torchaudio")
 GIB_PER_BUILD_JOB = 4  # flash-attention README: MAX_JOBS=4 on machines with less than 96 GB of RAM
 # With no wheel in any source: install refuses (before anything changes); an image builds it.
@@ -66,9 +65,6 @@ class ExtensionPlan:
         if self.mode != "wheel" or self.url or not self.candidates:
             return None
         return self.candidates[0].index_url
-
-
-FlashAttnPlan = ExtensionPlan
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -350,17 +346,14 @@ def _extension_plan(
         )
     if request == "build" or sources.missing == "build":
         return _build_plan(row, name, version, measured)
-    raise InstallError(refusal(row, name, facts, why_not=why_not, without=without, jobs=_jobs(measured)))
+    raise InstallError(refusal(row, name, facts, why_not=why_not, without=without, jobs=build_jobs(measured)))
 
 
-def build_jobs() -> int:
-    """How many build jobs this machine's cores and memory allow."""
-    return _jobs(_Measured(None, None, None))
-
-
-def _jobs(measured: _Measured) -> int:
-    memory = measured.memory_gib or _memory_gib() or GIB_PER_BUILD_JOB
-    return max(1, min(measured.cores or os.cpu_count() or 1, int(memory // GIB_PER_BUILD_JOB)))
+def build_jobs(measured: _Measured | None = None) -> int:
+    """How many build jobs the cores and memory allow (this machine's, unless measured)."""
+    m = measured or _Measured(None, None, None)
+    memory = m.memory_gib or _memory_gib() or GIB_PER_BUILD_JOB
+    return max(1, min(m.cores or os.cpu_count() or 1, int(memory // GIB_PER_BUILD_JOB)))
 
 
 def _build_plan(row: Row, name: str, version: str, measured: _Measured) -> ExtensionPlan:
@@ -379,7 +372,7 @@ def _build_plan(row: Row, name: str, version: str, measured: _Measured) -> Exten
             f"CUDA {cuda}; torch refuses to build extensions across CUDA majors. Put a CUDA "
             f"{cuda.split('.')[0]}.x toolkit first on PATH (or CUDA_HOME); nothing was changed"
         )
-    jobs = _jobs(measured)
+    jobs = build_jobs(measured)
     reason = (
         f"built from source with nvcc {nvcc} and MAX_JOBS={jobs} (from the cores and "
         f"{GIB_PER_BUILD_JOB} GiB of memory per job); this takes an hour or more"
