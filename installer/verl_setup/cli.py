@@ -69,7 +69,10 @@ def top_level_help(columns: int) -> str | None:
     lines += ["positional arguments:", "  COMMAND"]
     for name, (_, text) in SUBCOMMANDS.items():
         first, *rest = _wrap(text, width - column)
-        lines += [f"    {name:<{column - 6}}  {first}", *(" " * column + line for line in rest)]
+        if len(name) > column - 6:  # argparse puts a name too long for the column on a line of its own
+            lines += [f"    {name}", *(" " * column + line for line in (first, *rest))]
+        else:
+            lines += [f"    {name:<{column - 6}}  {first}", *(" " * column + line for line in rest)]
     lines += ["", "options:", "  -h, --help  show this help message and exit"]
     lines.append("  --version   show program's version number and exit")
     return "\n".join(lines) + "\n"

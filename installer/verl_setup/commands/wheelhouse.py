@@ -85,6 +85,8 @@ def run_list(args: argparse.Namespace, _env: Mapping[str, str], out: TextIO) -> 
     """One line per wheel: name, version, torch, CUDA, Python, arch list."""
     from verl_setup.util.wheelhouse import Wheelhouse, WheelhouseError  # noqa: PLC0415
 
+    if not (args.dir / "wheels").is_dir():
+        raise BadInputError(f"{args.dir}: not a wheelhouse (no wheels/ folder in it)")
     try:
         entries = Wheelhouse(args.dir).entries(verify=args.verify)
     except WheelhouseError as exc:
