@@ -93,8 +93,10 @@ def test_a_matching_prebuilt_wheel_is_fetched_after_torch_and_verified(
     assert record["flash_attn"] == {
         "version": "2.8.3",
         "mode": "wheel",
-        "reason": "prebuilt for torch 2.8, CUDA 12, cp312, C++11 ABI TRUE",
+        "reason": "prebuilt for torch 2.8, CUDA 12, cp312, C++11 ABI TRUE, from flash-attn-releases",
     }
+    taken = record["torch_extensions"]["flash-attn"]  # type: ignore[index]
+    assert (taken["source"], taken["url"].rsplit("/", 1)[-1]) == ("flash-attn-releases", WHEEL)
     assert record["distributions"]["flash-attn"] == "2.8.3"  # type: ignore[index]
     steps = [s["step"] for s in record["recipe"]]  # type: ignore[attr-defined]
     assert steps == ["venv", "torch", "engine", "flash-attn", "verl"]
@@ -167,7 +169,9 @@ def test_no_wheel_and_no_choice_is_refused_in_one_line_and_nothing_changes(
     assert result.returncode == 4
     errors = [line for line in result.stderr.splitlines() if line.startswith("verl-setup: error:")]
     assert len(errors) == 1
-    assert "pass --build-flash-attn" in errors[0]
+    assert "has no prebuilt wheel for torch 2.11.99+tiny in any enabled source" in errors[0]
+    assert "`verl-setup wheelhouse build --row tiny-fa-build`" in errors[0]
+    assert "--build-flash-attn to compile it" in errors[0]
     assert "--without flash-attn" in errors[0]
     assert "nothing was changed" in errors[0]
     doc = json.loads(result.stdout)

@@ -182,3 +182,52 @@ def test_a_package_left_out_entirely_is_still_named_in_the_report(tmp_path: Path
     assert by_name["transformer_engine"].outcome == "absent"
     assert why in by_name["transformer_engine"].error
     assert result.ok
+
+
+# The bridges, as their releases read a Hugging Face config: Megatron-Bridge 0.5.0 through
+# rope_theta_from_hf (legacy attribute or transformers 5's rope_parameters), mbridge 0.15.1's
+# LLMBridge._get_gptmodel_args through `rotary_base=self.hf_config.rope_theta` (llm_bridge.py:124).
+# transformers 5's Qwen2Config keeps the base in rope_parameters and has no rope_theta attribute.
+BRIDGES = {
+    **MEGATRON,
+    "transformer_engine/pytorch/__init__.py": "",
+    "transformers/__init__.py": (
+        "class Qwen2Config:\n"
+        "    def __init__(self, **kw):\n"
+        "        self.__dict__.update(kw)\n"
+        "        self.rope_parameters = {'rope_type': 'default', 'rope_theta': 1000000.0}\n"
+    ),
+    "megatron/bridge/__init__.py": (
+        "class _Provider:\n"
+        "    def __init__(self, c):\n"
+        "        self.num_layers, self.hidden_size = c.num_hidden_layers, c.hidden_size\n"
+        "        self.rotary_base = c.rope_parameters['rope_theta']\n"
+        "class AutoBridge:\n"
+        "    def __init__(self, c): self.c = c\n"
+        "    @classmethod\n"
+        "    def from_hf_config(cls, c): return cls(c)\n"
+        "    def to_megatron_provider(self, load_weights=True): return _Provider(self.c)\n"
+    ),
+    "mbridge/core/__init__.py": "",
+    "mbridge/core/parallel_states.py": "class ParallelStates:\n    pass\n",
+    "mbridge/__init__.py": (
+        "class _Config:\n"
+        "    def __init__(self, c): self.num_layers, self.hidden_size = c.num_hidden_layers, c.hidden_size\n"
+        "class AutoBridge:\n"
+        "    def __init__(self, c): self.hf_config, self.config = c, _Config(c)\n"
+        "    @classmethod\n"
+        "    def from_config(cls, c, parallel_states=None): return cls(c)\n"
+        "    def _get_gptmodel_args(self): return dict(rotary_base=self.hf_config.rope_theta)\n"
+    ),
+}
+
+
+def test_each_bridge_must_read_a_tiny_hf_config_and_mbridge_0_15_s_rope_theta_fails(tmp_path: Path) -> None:
+    result = run_probe(Path(sys.executable), "none", 120, env_with(tree(tmp_path, BRIDGES)))
+    by_name = {m.module: m for m in result.modules}
+    assert by_name["megatron.bridge"].outcome == "ok"
+    assert by_name["megatron.bridge:AutoBridge.from_hf_config"].outcome == "ok"
+    assert by_name["mbridge"].outcome == "ok"  # it imports; only reading a config fails
+    failed = by_name["mbridge:AutoBridge.from_config"]
+    assert failed.outcome == "failed"
+    assert "rope_theta" in failed.error

@@ -63,15 +63,18 @@ def test_plan() -> None:
         "warnings",
         "rejected",
         "matrix",
+        "extensions",
     } <= set(data)
 
 
 def test_matrix_list_show_validate() -> None:
     listing = as_json("matrix", "list", "--json")
     assert {"matrix", "sha256", "rows"} <= set(listing)
+    # Whole or reduced: a row proven with a package built against torch left out says so.
+    assert all(set(r["proof"]) == {"level", "detail", "whole_stack", "left_out"} for r in listing["rows"])
     shown = as_json("matrix", "show", "cpu", "--json")
     assert shown["row"]["id"] == "cpu"
-    assert set(shown["proof"]) == {"level", "detail"}
+    assert set(shown["proof"]) == {"level", "detail", "whole_stack", "left_out"}
     assert as_json("matrix", "validate", "--json")["ok"] is True
 
 

@@ -89,3 +89,35 @@ def test_selection_prefers_the_better_proven_row_and_says_so(tmp_path: Path) -> 
     assert "no row has a run on a GPU host recorded" in listing.out
     data = yaml.safe_load((tmp_path / "proof.yaml").read_text())
     assert data["rows"]["verl0.4-vllm0.8.5"]["row_sha256"] == old.content_hash()
+
+
+def test_a_row_proven_without_an_extension_never_reads_as_the_whole_stack(tmp_path: Path) -> None:
+    path = copy_matrix(tmp_path)
+    matrix = load_matrix(path)
+    row = matrix.row("verl0.9-vllm0.24.0")
+    reduced = Evidence(
+        date="2026-12-01",
+        tool="verl-setup test",
+        detail={"extensions": {"flash-attn": {"mode": "without", "source": None}}},
+    )
+    record(load_proof(path), row, {"resolves": EVIDENCE, "installs": reduced, "imports": EVIDENCE}, None)
+    matrix = load_matrix(path)
+    assert matrix.proof_words(row) == "imports (without flash-attn)"
+    assert matrix.proof_json(row)["whole_stack"] is False
+    listed = run_cli("matrix", "list", "--matrix", str(path))
+    (line,) = [x for x in listed.out.splitlines() if x.startswith("verl0.9-vllm0.24.0 ")]
+    assert "imports (without flash-attn)" in line
+    whole = Evidence(
+        date="2026-12-01",
+        tool="verl-setup test",
+        detail={"extensions": {"flash-attn": {"mode": "wheel", "source": "verl-wheelhouse"}}},
+    )
+    record(load_proof(path), row, {"resolves": EVIDENCE, "installs": whole, "imports": EVIDENCE}, None)
+    matrix = load_matrix(path)
+    assert matrix.proof_words(row) == "imports"
+    assert matrix.proof_json(row) == {
+        "level": "imports",
+        "detail": matrix.proof_of(row)[1],
+        "whole_stack": True,
+        "left_out": [],
+    }

@@ -16,7 +16,7 @@ from verl_setup.environment.install_job import uv_commands
 from verl_setup.environment.python_choice import PythonChoice
 from verl_setup.errors import BadInputError, InstallError
 from verl_setup.host.facts import HostFacts
-from verl_setup.plan.recipe import build_recipe
+from verl_setup.plan.recipe import Choice, build_recipe
 
 SENTINEL = "OVERRIDES"
 
@@ -133,13 +133,45 @@ def test_a_prebuilt_wheel_is_chosen_for_torch_2_6_with_the_old_abi_and_the_pytho
     )
 
 
-def test_no_wheel_and_no_choice_is_one_line_naming_both_ways_out() -> None:
+def test_torch_2_11_gets_flash_attn_from_verl_wheelhouse_s_torch_2_11_index_without_a_flag() -> None:
     (scenario,) = [s for s in SCENARIOS if s.name == "h200-drv580-py312-vllm"]
+    fa = build_recipe(plan_for(scenario)).flash_attn
+    assert fa is not None
+    assert (fa.mode, fa.source) == ("wheel", "verl-wheelhouse")
+    # The world's own index, never /simple/ (an alias that moved to torch 2.13).
+    assert fa.index_url == "https://verl-project.github.io/verl-wheelhouse/cu130/torch2.11/simple/"
+    assert fa.url is None  # looked up at install time, then read by the ABI check
+
+
+def test_a_user_source_comes_before_the_matrix_s(tmp_path: Path) -> None:
+    (scenario,) = [s for s in SCENARIOS if s.name == "h200-drv580-py312-vllm"]
+    fa = build_recipe(plan_for(scenario), env={"VERL_SETUP_WHEEL_SOURCES": str(tmp_path)}).flash_attn
+    assert fa is not None
+    assert [c.source for c in fa.candidates] == [f"user {tmp_path}", "verl-wheelhouse"]
+    assert fa.index_url == tmp_path.as_uri() + "/"
+    step = build_recipe(plan_for(scenario), wheel_sources=(str(tmp_path),)).step("flash-attn")
+    assert step is not None
+    args = step.pip_args("o")
+    assert args[args.index("--no-build-package") + 1] == "flash-attn"  # never PyPI's sdist
+    with pytest.raises(BadInputError, match="no such folder"):
+        build_recipe(plan_for(scenario), wheel_sources=(str(tmp_path / "missing"),))
+
+
+def test_no_wheel_in_any_source_is_one_line_naming_every_way_out() -> None:
+    machine = host(driver="570.124.06", gpus=(("NVIDIA H100 80GB HBM3", "9.0"),))
+    request = {"verl": "0.9.1", "engine": "vllm", "python": "3.12.3"}
+    plan = plan_for(Scenario("r570", request, machine=machine))
+    assert plan.row.torch.version == "2.10.0"
     with pytest.raises(InstallError) as caught:
-        build_recipe(plan_for(scenario))
+        build_recipe(plan, cores=16, memory_gib=128)
     message = str(caught.value)
     assert "\n" not in message
-    assert "no wheel for torch 2.11" in message
+    assert "has no prebuilt wheel for torch 2.10.0 in any enabled source" in message
+    assert "flash-attn-releases: flash-attn 2.8.3 published no wheel for torch 2.10" in message
+    assert "verl-wheelhouse: no build for torch 2.10" in message
+    command = f"`verl-setup wheelhouse build --row {plan.row.id}`"
+    assert f"{command} (about 20 min with 16 build jobs here" in message
+    assert "--wheel-source DIR" in message
     assert "--build-flash-attn" in message
     assert "--without flash-attn" in message
     assert "use_remove_padding=False" in message  # what verl 0.9 then needs, from its code
@@ -224,7 +256,7 @@ def test_a_megatron_row_without_a_choice_for_transformer_engine_is_refused_in_on
         build_recipe(plan_for(MEGATRON), extensions={"flash-attn": "without", "apex": "without"})
     message = str(caught.value)
     assert "\n" not in message
-    assert "transformer-engine-torch 2.16.1 cannot be installed as it stands" in message
+    assert "transformer-engine-torch 2.16.1 has no prebuilt wheel for torch 2.11.0" in message
     assert "--build transformer-engine-torch" in message
     assert "--without transformer-engine-torch" in message
 
@@ -232,3 +264,28 @@ def test_a_megatron_row_without_a_choice_for_transformer_engine_is_refused_in_on
 def test_an_unknown_package_name_for_build_is_bad_input_with_a_suggestion() -> None:
     with pytest.raises(BadInputError, match="did you mean 'transformer-engine-torch'"):
         build_recipe(plan_for(MEGATRON), extensions={"transformer-engine-torc": "build"})
+
+
+def test_megatron_bridges_come_last_without_dependencies_and_a_git_source_may_be_left_out() -> None:
+    off: dict[str, Choice] = {
+        "flash-attn": "without",
+        "transformer-engine-torch": "without",
+        "apex": "without",
+    }
+    recipe = build_recipe(plan_for(MEGATRON), extensions=off)
+    assert recipe.steps[-1].name == "no-deps"
+    assert recipe.steps[-1].requirements == (
+        "megatron-bridge==0.5.0",
+        "mbridge @ git+https://github.com/ISEEKYAN/mbridge.git@641a5a0",
+    )
+    assert recipe.steps[-1].pip_args("o")[-1] == "--no-deps"
+    verl = recipe.step("verl")
+    assert verl is not None
+    assert not [r for r in verl.requirements if r.startswith(("mbridge", "megatron-bridge"))]
+    assert "megatron-bridge==0.5.0" in recipe.verify_pins
+    assert not [p for p in recipe.verify_pins if p.startswith("mbridge")]  # a git source has no pin
+    without = build_recipe(plan_for(MEGATRON), extensions={**off, "mbridge": "without"})
+    assert without.steps[-1].requirements == ("megatron-bridge==0.5.0",)
+    assert without.left_out_sources_modules() == {"mbridge": "mbridge left out (--without mbridge)"}
+    with pytest.raises(BadInputError):
+        build_recipe(plan_for(MEGATRON), extensions={**off, "mbridge": "build"})

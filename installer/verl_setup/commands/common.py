@@ -42,6 +42,11 @@ def config_of(args: argparse.Namespace) -> dict[str, Any]:
     return {} if found is None else {"config": found.values, "config_source": found.source}
 
 
+def wheel_sources(args: argparse.Namespace) -> tuple[str, ...]:
+    """--wheel-source SRC (cli.add_recipe_flags), in the order given."""
+    return tuple(getattr(args, "wheel_source", None) or ())
+
+
 def plan_for(args: argparse.Namespace, env: Mapping[str, str]) -> Plan:
     """The plan for the plan flags (flag > environment > host file > detection)."""
     return make_plan(plan_inputs(args), env)

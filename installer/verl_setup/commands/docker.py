@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import os
 import sys
 import tempfile
 from collections.abc import Mapping
@@ -90,7 +91,14 @@ def run(args: argparse.Namespace, env: Mapping[str, str], out: TextIO) -> int:
         _, log, seconds = build(
             engine, context, args.tag, network=args.network, build_args={}, progress=sys.stderr
         )
-    recipe = build_recipe(plan, extensions=options.extensions, nvcc_version=plan.row.torch.cuda)
+    recipe = build_recipe(
+        plan,
+        extensions=options.extensions,
+        nvcc_version=plan.row.torch.cuda,
+        wheel_sources=options.wheel_sources,
+        env=os.environ,
+        missing="build",
+    )
     checked = verify_in_image(engine, args.tag, list(recipe.verify_pins))
     if checked["mismatches"]:
         raise CheckFailedError(f"{args.tag}: pins not satisfied inside the image: {checked['mismatches']}")

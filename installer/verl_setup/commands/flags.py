@@ -64,6 +64,11 @@ def add_recipe_flags(p: argparse.ArgumentParser) -> None:
     )  # fmt: skip
     g.add_argument("--build-flash-attn", action="store_true", help="the same as --build flash-attn")
     g.add_argument(
+        "--wheel-source", action="append", default=[], metavar="SRC",
+        help="a wheelhouse or PEP 503 index of prebuilt wheels (folder, file:// or http(s)://), tried "
+        "before the matrix's sources; repeatable; also VERL_SETUP_WHEEL_SOURCES (comma-separated)",
+    )  # fmt: skip
+    g.add_argument(
         "--without", action="append", default=[], metavar="NAME",
         help="leave NAME out (the message says what verl then cannot do; repeatable)",
     )  # fmt: skip

@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TextIO
 
-from verl_setup.commands.common import extension_requests, plan_for
+from verl_setup.commands.common import extension_requests, plan_for, wheel_sources
 from verl_setup.commands.flags import add_plan_flags, add_recipe_flags
 from verl_setup.environment.lock import compile_lock, parse, write_lock
 from verl_setup.environment.uv import uv_env
@@ -34,7 +34,10 @@ def run(args: argparse.Namespace, env: Mapping[str, str], out: TextIO) -> int:
     if to_stdout and args.json:
         raise BadInputError("--json describes a written lock: give --out FILE")
     plan = plan_for(args, env)
-    recipe = recipe_for(plan, extension_requests(args), env)
+    recipe = recipe_for(plan, extension_requests(args), env, wheel_sources(args))
+    from verl_setup.environment.wheel_pick import resolve_wheels  # noqa: PLC0415
+
+    recipe = resolve_wheels(plan, recipe, progress.say)
     progress.step("plan", f"row {plan.row.id}, Python {plan.python}; resolving with hashes")
     for warning in recipe.warnings:
         progress.say(f"warning: {warning}")

@@ -68,7 +68,7 @@ def run_list(args: argparse.Namespace, env: Mapping[str, str], out: TextIO) -> i
 
     matrix = load_matrix(args.matrix)
     if args.json:
-        rows = [r.to_dict() for r in matrix.rows]
+        rows = [{**r.to_dict(), "proof": matrix.proof_json(r)} for r in matrix.rows]
         out.write(
             envelope("matrix list", {"matrix": str(matrix.path), "sha256": matrix.sha256, "rows": rows})
         )
@@ -84,8 +84,7 @@ def run_show(args: argparse.Namespace, env: Mapping[str, str], out: TextIO) -> i
     matrix = load_matrix(args.matrix)
     row = matrix.row(args.id)
     if args.json:
-        proof = dict(zip(("level", "detail"), matrix.proof_of(row), strict=True))
-        out.write(envelope("matrix show", {"row": row.to_dict(), "proof": proof}))
+        out.write(envelope("matrix show", {"row": row.to_dict(), "proof": matrix.proof_json(row)}))
     else:
         out.write(row_text(row, matrix))
     return 0

@@ -6,8 +6,8 @@ import argparse
 from collections.abc import Mapping
 from typing import TextIO
 
-from verl_setup.commands.common import plan_for
-from verl_setup.commands.flags import add_plan_flags
+from verl_setup.commands.common import extension_requests, plan_for, wheel_sources
+from verl_setup.commands.flags import add_plan_flags, add_recipe_flags
 from verl_setup.commands.reports import plan_text
 from verl_setup.output import envelope
 
@@ -17,11 +17,21 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--json", action="store_true", help="machine-readable plan")
     p.add_argument("--explain", action="store_true", help="show evidence and every rejected row")
     add_plan_flags(p)
+    add_recipe_flags(p)
     p.set_defaults(run=run)
 
 
 def run(args: argparse.Namespace, env: Mapping[str, str], out: TextIO) -> int:
     """Plan and print."""
+    from verl_setup.plan.outlook import outlook, outlook_lines  # noqa: PLC0415
+
     plan = plan_for(args, env)
-    out.write(envelope("plan", plan.to_json()) if args.json else plan_text(plan, explain=args.explain))
+    entries = outlook(plan, requests=extension_requests(args), wheel_sources=wheel_sources(args), env=env)
+    if args.json:
+        out.write(envelope("plan", {**plan.to_json(), "extensions": entries}))
+    else:
+        text = plan_text(plan, explain=args.explain)
+        head, _, rest = text.partition("\ninstall    ")
+        lines = outlook_lines(entries)
+        out.write(head + "\ninstall    " + rest.replace("\n", "\n" + "".join(f"{x}\n" for x in lines), 1))
     return 0

@@ -90,20 +90,20 @@ def _short(value: object) -> str:
 def matrix_list_text(matrix: Matrix) -> str:
     """One line per row."""
     lines = [
-        f"{'id':<28} {'proof':<9} {'verl':<7} {'engine':<20} {'backend':<9} {'torch':<14} {'cuda':<5} "
+        f"{'id':<28} {'proof':<42} {'verl':<7} {'engine':<20} {'backend':<9} {'torch':<14} {'cuda':<5} "
         f"{'arch':<8} python"
     ]
     for r in matrix.rows:
         engine = "none" if r.engine.name == "none" else f"{r.engine.name} {r.engine.version}"
-        level, _ = matrix.proof_of(r)
         python = f"{','.join(r.python.supported)} ({r.python.recommended})"
         lines.append(
-            f"{r.id:<28} {level or '-':<9} {r.verl.version:<7} {engine:<20} {r.backend:<9} "
+            f"{r.id:<28} {matrix.proof_words(r):<42} {r.verl.version:<7} {engine:<20} {r.backend:<9} "
             f"{r.torch.version:<14} {r.torch.cuda or '-':<5} {','.join(r.requires.arch):<8} {python}"
         )
     if not any("gpu" in p.steps for p in matrix.proof.rows.values()):
         lines.append(
-            "proof levels: resolves < installs < imports < gpu; no row has a run on a GPU host recorded"
+            "proof levels: resolves < installs < imports < gpu; no row has a run on a GPU host recorded; "
+            "(without NAME): proven with that package built against torch left out, not the whole stack"
         )
     return "\n".join(lines) + "\n"
 

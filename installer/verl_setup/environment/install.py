@@ -20,6 +20,8 @@ from pathlib import Path
 from types import FrameType
 from typing import Any, TextIO
 
+from packaging.utils import canonicalize_name
+
 from verl_setup import __version__
 from verl_setup.environment.install_job import (
     INPUTS,
@@ -51,6 +53,7 @@ from verl_setup.environment.verify import (
 )
 from verl_setup.errors import InstallError, Stopped
 from verl_setup.output import Progress
+from verl_setup.plan.recipe import ExtensionPlan
 from verl_setup.util.runner import Completed, ProgramError, stream
 
 _SIGNALS = {s.value for s in signal.Signals}
@@ -96,6 +99,9 @@ def build(job: Job, progress: Progress) -> tuple[Job, dict[str, Any], Report]:
         if tty:
             progress.end_line()  # uv draws its own progress bars below the status line
         _run_uv(command, job=job, tty=tty, timeout=INSTALL_TIMEOUT_S)
+        ext = job.recipe.extension(command.what)
+        if ext is not None and ext.mode in ("wheel", "build"):
+            _check_extension(job, ext, progress)
     progress.step(
         "verify", "installed versions" + ("" if job.import_timeout is None else ", then the import probe")
     )
@@ -114,9 +120,12 @@ def build(job: Job, progress: Progress) -> tuple[Job, dict[str, Any], Report]:
         engine=row.engine.name,
         gpu_only=row.gpu_only_imports,
         known=row.known_broken_imports,
-        left_out=job.plan.matrix.rows_file.left_out_modules(
-            e.name for e in job.recipe.extensions if e.mode == "without"
-        ),
+        left_out={
+            **job.plan.matrix.rows_file.left_out_modules(
+                e.name for e in job.recipe.extensions if e.mode == "without"
+            ),
+            **job.recipe.left_out_sources_modules(),
+        },
     )
     if not report.ok:
         sys.stderr.write(report.text())
@@ -147,6 +156,27 @@ def _make_venv(job: Job, progress: Progress) -> Job:
     )
     _run_uv(job.commands[0], job=job, tty=False, timeout=VENV_TIMEOUT_S)
     return job
+
+
+def _check_extension(job: Job, ext: ExtensionPlan, progress: Progress) -> None:
+    """A compiled extension just landed: its ELF symbols against the staging env's torch (no GPU,
+    no import). A wheel built for another torch stops the install here, before the swap."""
+    from verl_setup.environment.abi import check_environment  # noqa: PLC0415
+
+    report = check_environment(job.staging / "bin" / "python")
+    progress.step(
+        "abi", f"{ext.name}: {len(report.checked)} compiled modules read against the installed torch"
+    )
+    # Only this package's modules decide here; the rest of the environment is verify's to judge.
+    mine = [
+        f
+        for f in report.findings
+        if f.distribution and canonicalize_name(f.distribution) == canonicalize_name(ext.name)
+    ]
+    if mine:
+        found = mine[0]
+        where = f" (from {ext.source}: {ext.url})" if ext.source else ""
+        raise InstallError(f"{found.message}{where}; nothing was changed")
 
 
 def _check_abi(job: Job) -> None:
@@ -191,7 +221,19 @@ def manifest(job: Job, report: Report) -> dict[str, Any]:
         "recipe": [{"step": c.what, "argv": c.argv[1:]} for c in job.commands],
         "flash_attn": None if fa is None else {"version": fa.version, "mode": fa.mode, "reason": fa.reason},
         "torch_extensions": {
-            e.name: {"version": e.version, "mode": e.mode, "reason": e.reason} for e in job.recipe.extensions
+            e.name: {
+                "version": e.version,
+                "mode": e.mode,
+                "source": e.source,
+                "url": e.url,
+                "sha256": e.sha256,
+                "reason": e.reason,
+            }
+            for e in job.recipe.extensions
+        },
+        "sources": {
+            name: {"url": url, "mode": "without" if name in job.recipe.left_out_sources else "installed"}
+            for name, url in plan.row.sources.items()
         },
         "platform": snap.platform,
         "facts": plan.target.facts_json(),

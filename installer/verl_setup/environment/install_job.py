@@ -34,6 +34,7 @@ class InstallOptions:
     prefix: Path
     lock: Path | None = None
     extensions: Mapping[str, Choice] = dataclasses.field(default_factory=dict)
+    wheel_sources: tuple[str, ...] = ()
     python_downloads: bool = True
     wait_s: float = 600.0
     import_timeout: float | None = 900.0
@@ -75,8 +76,11 @@ def uv_commands(
             )
         )
         built = [e.name for e in recipe.extensions if e.mode == "build"]
+        # The lock holds no package installed without its dependencies: they come after it.
         steps = [
-            s for s in recipe.steps if s.name in built or s.name.removesuffix("-build-requires") in built
+            s
+            for s in recipe.steps
+            if s.name in built or s.name.removesuffix("-build-requires") in built or s.no_deps
         ]
     else:
         steps = list(recipe.steps)
@@ -128,7 +132,11 @@ def prepare(options: InstallOptions, env: Mapping[str, str], progress: Progress)
             "makes, not in a venv on this host; nothing was changed"
         )
     requests = options.extensions if lock is None else lock.requests(options.extensions)
-    recipe = recipe_for(plan, requests, env)
+    recipe = recipe_for(plan, requests, env, options.wheel_sources)
+    if lock is None:
+        from verl_setup.environment.wheel_pick import resolve_wheels  # noqa: PLC0415
+
+        recipe = resolve_wheels(plan, recipe, progress.say)
     for warning in (*plan.warnings, *recipe.warnings):
         progress.say(f"warning: {warning}")
     wanted = lock.python if lock else plan.python

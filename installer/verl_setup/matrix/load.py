@@ -41,6 +41,21 @@ class Matrix:
         """The proof level the row reached (None: unproven) and the words for it."""
         return self.proof.for_row(row)
 
+    def proof_json(self, row: Row) -> dict[str, object]:
+        """`proof` of plan/matrix --json: level, detail, and whether the whole stack was proven."""
+        level, detail = self.proof_of(row)
+        record = self.proof.rows.get(row.id)
+        left_out = record.left_out() if record is not None and level is not None else []
+        return {"level": level, "detail": detail, "whole_stack": not left_out, "left_out": left_out}
+
+    def proof_words(self, row: Row) -> str:
+        """`imports`, or `imports (without flash-attn)` for a row proven with a reduced stack."""
+        from verl_setup.matrix.proof import words  # noqa: PLC0415
+
+        level, _ = self.proof_of(row)
+        record = self.proof.rows.get(row.id)
+        return "-" if level is None or record is None else words(level, record.left_out())
+
     @property
     def rows(self) -> tuple[Row, ...]:
         """Rows in file order (earlier rows win ties in selection)."""
@@ -209,6 +224,16 @@ def _check_rows(rows_file: RowsFile, rules: CudaRules, file: str) -> list[str]: 
             needed.add("requires.compute_capability")
         if row.overrides:
             needed.add("overrides")
+        if row.no_deps:
+            needed.add("no_deps")
+        if row.sources:
+            needed.add("sources")
+        for name in (*row.no_deps, *row.sources):
+            if name not in row.packages:
+                bad(
+                    "no_deps" if name in row.no_deps else "sources",
+                    f"{name!r} is not one of the row's packages",
+                )
         for key in sorted(needed - set(row.evidence)):
             bad("evidence", f"no evidence for {key!r}")
         for key in sorted(set(row.evidence) - needed):
@@ -235,12 +260,44 @@ def _check_extensions(rows_file: RowsFile, file: str) -> list[str]:
         for prefix in facts.without:
             if not all(p.isdigit() for p in prefix.split(".")):
                 out.append(f"{where}.without.{prefix}: not a verl version prefix like 0.9")
+    out += _check_sources(rows_file, file)
     for unfit in rows_file.unfit:
         for version in unfit.versions:
             try:
                 Version(version)
             except InvalidVersion:
                 out.append(f"{file}: unfit: {version!r} is not an exact version")
+    return out
+
+
+def _check_sources(rows_file: RowsFile, file: str) -> list[str]:
+    """Wheel sources: unique ids; release assets name a package with a URL pattern; an index that
+    is enabled has a URL whose only placeholders are {cuda_tag} and {torch_minor}."""
+    out, seen = list[str](), set[str]()
+    for source in rows_file.wheel_sources:
+        where = f"{file}:{source.line}: wheel_sources[{source.id}]"
+        if source.id in seen:
+            out.append(f"{where}: id: duplicate source id")
+        seen.add(source.id)
+        if source.kind == "release-assets":
+            for name in source.packages:
+                facts = rows_file.torch_extensions.get(name)
+                if facts is None or facts.url is None:
+                    out.append(f"{where}: packages: {name!r} has no url pattern under torch_extensions")
+            continue
+        if source.url is None and source.enabled:
+            out.append(f"{where}: url: an enabled index needs a url")
+        try:
+            (source.url or "").format(cuda_tag="cu130", torch_minor="2.11")
+        except (KeyError, IndexError, ValueError) as exc:
+            out.append(f"{where}: url: only {{cuda_tag}} and {{torch_minor}} may be filled in ({exc})")
+        for served in source.serves:
+            try:
+                parse_minor(served.glibc, "glibc version")
+                for version in (v for versions in served.packages.values() for v in versions):
+                    Version(version)
+            except (InvalidVersion, BadInputError) as exc:
+                out.append(f"{where}: serves: {exc}")
     return out
 
 

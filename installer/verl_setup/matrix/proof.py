@@ -39,6 +39,19 @@ class RowProof:
     failed: str | None = None  # the step that failed last time, and why
     stopped: str | None = None  # why the proof could not go further where it ran (not a failure)
 
+    def left_out(self) -> list[str]:
+        """The packages built against torch the install was proven without (a reduced stack):
+        the installs step's `extensions` record, or the older `NAME: "left out: ..."` entries."""
+        installs = self.steps.get("installs")
+        if installs is None:
+            return []
+        modes = installs.detail.get("extensions")
+        if isinstance(modes, dict):
+            return sorted(n for n, e in modes.items() if isinstance(e, dict) and e.get("mode") == "without")
+        return sorted(
+            k for k, v in installs.detail.items() if isinstance(v, str) and v.startswith("left out")
+        )
+
     def level(self) -> Level | None:
         """The highest level reached with every level below it also reached."""
         reached: Level | None = None
@@ -47,6 +60,15 @@ class RowProof:
                 break
             reached = level
         return reached
+
+
+def words(level: Level | None, left_out: list[str]) -> str:
+    """`imports` for the whole stack; `imports (without flash-attn)` for a reduced one."""
+    if level is None:
+        return "unproven"
+    if left_out and rank(level) >= rank("installs"):
+        return f"{level} (without {', '.join(left_out)})"
+    return level
 
 
 def rank(level: Level | None) -> int:
@@ -75,7 +97,7 @@ class ProofBook:
         date = proof.steps[level].date
         failed = f"; last failure: {proof.failed}" if proof.failed else ""
         stopped = f"; not further: {proof.stopped}" if proof.stopped else ""
-        return level, f"{level} (proven {date}){stopped}{gpu}{failed}"
+        return level, f"{words(level, proof.left_out())} (proven {date}){stopped}{gpu}{failed}"
 
 
 def floor_setters(book: ProofBook, row: Row) -> list[str]:

@@ -8,7 +8,7 @@ import hashlib
 import json
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from verl_setup.util.tokens import ENV_NAME, IMAGE, NAME, OPTION, PATTERN, REQUIREMENT, URL, VALUE, VERSION
 from verl_setup.util.vocab import BackendName, EngineName
@@ -121,6 +121,11 @@ class Row:
     known_broken_imports: dict[str, str] = field(default_factory=dict)
     # The training backend the row carries (verl's [fsdp] / [megatron] extras): a second axis.
     backend: BackendName = "fsdp"
+    # Packages installed last without their dependencies, as verl's uv flow declares them
+    # (`[[tool.uv.dependency-metadata]] requires-dist = []`): their own pins would move the stack.
+    no_deps: tuple[Name, ...] = ()
+    # Packages that come from a direct reference instead of the index (name -> `git+https://...@rev`).
+    sources: dict[Name, Requirement] = field(default_factory=dict)
     notes: str | None = None
     line: int = field(default=0, compare=False)
 
@@ -203,6 +208,52 @@ class ExtensionFacts:
     modules: tuple[Name, ...] = ()
     # Row packages that go with it and are left out with it.
     companions: tuple[Name, ...] = ()
+    # CPU-core minutes one build takes (the refusal's time estimate divides it by the build jobs).
+    build_core_minutes: int | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class ServedWheels:
+    """One set of builds a wheel source serves: which packages at which versions, for which torch
+    minors, CUDA releases, Pythons, CPU architectures and C++ ABI, and the glibc its wheels need."""
+
+    packages: dict[Name, tuple[Ver, ...]]
+    torch: tuple[Ver, ...]
+    cuda: tuple[Ver, ...]
+    python: tuple[Ver, ...]
+    arch: tuple[Name, ...] = ("x86_64",)
+    glibc: Ver
+    cxx11abi: bool = True
+
+
+# How a source says which torch a wheel was built for: the wheel's file name (a local version
+# label), the index's own path (one index per torch), a manifest beside the wheel, or nothing
+# (only the ABI check after the wheel lands can tell).
+TorchFrom = Literal["file-name", "index-path", "manifest", "abi-check"]
+Trust = Literal["upstream", "community", "user"]
+
+
+@dataclass(frozen=True, kw_only=True)
+class WheelSource:
+    """A place prebuilt torch-extension wheels come from, tried in order before install refuses.
+
+    `release-assets`: a project's own release assets, named by the url pattern and build table of
+    each package under torch_extensions. `index`: a PEP 503 simple index (a folder or a URL) whose
+    page for the package lists the wheels; `serves` says what it holds, as read from its sources."""
+
+    id: Name
+    kind: Literal["release-assets", "index"]
+    url: Annotated[str, URL] | None = (
+        None  # index: the simple index URL ({cuda_tag} cu130, {torch_minor} 2.11)
+    )
+    packages: tuple[Name, ...] = ()  # release-assets: the torch_extensions entries it serves
+    serves: tuple[ServedWheels, ...] = ()
+    torch_from: TorchFrom
+    trust: Trust
+    enabled: bool = True
+    evidence: str
+    notes: str | None = None
+    line: int = field(default=0, compare=False)
 
 
 # The older name of the same facts (flash-attn was the first such package).
@@ -237,6 +288,7 @@ class RowsFile:
     # Installs and locks take wheels only; these few are built from their sdist on purpose.
     sdists: dict[Name, SdistAllowance] = field(default_factory=dict)
     torch_extensions: dict[Name, ExtensionFacts] = field(default_factory=dict)
+    wheel_sources: tuple[WheelSource, ...] = ()
     unfit: tuple[Unfit, ...] = ()
     rows: tuple[Row, ...]
 

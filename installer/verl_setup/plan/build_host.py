@@ -1,4 +1,4 @@
-"""What a build against torch needs to know about this machine: its nvcc and its memory."""
+"""What a build against torch needs to know about this machine: its nvcc's CUDA, and its memory."""
 
 from __future__ import annotations
 
@@ -7,6 +7,8 @@ import re
 import shutil
 from collections.abc import Mapping
 from pathlib import Path
+
+GIB_PER_BUILD_JOB = 4  # flash-attention README: MAX_JOBS=4 on machines with less than 96 GB of RAM
 
 
 def nvcc_version(env: Mapping[str, str]) -> str | None:
@@ -32,3 +34,11 @@ def memory_gib() -> float | None:
         return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30
     except (ValueError, OSError):
         return None
+
+
+def build_jobs(cores: int | None = None, memory: float | None = None) -> int:
+    """How many build jobs the cores and memory allow (this machine's where not given)."""
+    if cores is None:
+        cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+    memory = memory or memory_gib() or GIB_PER_BUILD_JOB
+    return max(1, min(cores, int(memory // GIB_PER_BUILD_JOB)))

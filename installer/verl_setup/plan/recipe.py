@@ -16,14 +16,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Literal
 
-from packaging.version import Version
-
 from verl_setup.errors import BadInputError, InstallError
-from verl_setup.matrix.schema import ExtensionFacts, Row
-from verl_setup.plan.build_host import memory_gib, nvcc_version
+from verl_setup.matrix.schema import ExtensionFacts, Row, WheelSource
+from verl_setup.plan.build_host import GIB_PER_BUILD_JOB, build_jobs, memory_gib, nvcc_version
+from verl_setup.plan.refusal import refusal, without_reason
 from verl_setup.plan.select import Plan
+from verl_setup.plan.wheel_sources import Candidate, candidates, ordered_sources, user_sources
 from verl_setup.util.binary import binary_only
-from verl_setup.util.versions import parse_minor
 from verl_setup.util.vocab import suggest
 
 # "torch", "engine", "verl", and per package built against torch "<name>" and "<name>-build-requires".
@@ -31,9 +30,9 @@ StepName = str
 Choice = Literal["auto", "build", "without"]
 # What the user asked per package built against torch (--build NAME, --without NAME); absent: auto.
 ExtensionRequests = Mapping[str, Choice]
-FlashAttnRequest = Choice
 TORCH_FAMILY = ("torch", "torchvision", "torchaudio")
-GIB_PER_BUILD_JOB = 4  # flash-attention README: MAX_JOBS=4 on machines with less than 96 GB of RAM
+# With no wheel in any source: install refuses (before anything changes); an image builds it.
+Missing = Literal["refuse", "build"]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -48,14 +47,23 @@ class ExtensionPlan:
     sha256: str | None = None
     cxx11abi: bool | None = None
     max_jobs: int | None = None
+    source: str | None = None  # the wheel source it comes from (mode wheel)
+    # Every source that says it has the wheel, in order; install takes the first that does.
+    candidates: tuple[Candidate, ...] = ()
 
     @property
     def requirement(self) -> str:
         """What the step installs."""
-        return f"{self.name} @ {self.url}" if self.mode == "wheel" else f"{self.name}=={self.version}"
+        if self.mode == "wheel" and self.url:
+            return f"{self.name} @ {self.url}"
+        return f"{self.name}=={self.version}"
 
-
-FlashAttnPlan = ExtensionPlan
+    @property
+    def index_url(self) -> str | None:
+        """The index a wheel not yet looked up comes from (rendered scripts ask it at build time)."""
+        if self.mode != "wheel" or self.url or not self.candidates:
+            return None
+        return self.candidates[0].index_url
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -68,6 +76,9 @@ class Step:
     index_url: str | None = None
     overrides: bool = False
     no_build_isolation: bool = False
+    no_deps: bool = False
+    extra_index_url: str | None = None  # a wheel source's index, beside the row's
+    no_build: tuple[str, ...] = ()  # packages that must come as wheels (never their sdist)
     config_settings: tuple[str, ...] = ()
     env: tuple[tuple[str, str], ...] = ()
     # Wheels only, except these sdists (the row's `sdists`, and the package a build step builds).
@@ -77,12 +88,20 @@ class Step:
         """Everything after `uv pip install --python PY`: the same in all three renderings."""
         args = list(self.requirements)
         if self.index_url is not None:
-            args += ["--extra-index-url", self.index_url, "--index-strategy", "unsafe-best-match"]
+            args += ["--extra-index-url", self.index_url]
+        if self.extra_index_url is not None:
+            args += ["--extra-index-url", self.extra_index_url]
+        if self.index_url is not None or self.extra_index_url is not None:
+            args += ["--index-strategy", "unsafe-best-match"]
+        for name in self.no_build:
+            args += ["--no-build-package", name]
         if self.overrides:
             args += ["--override", overrides_file]
         args += binary_only(self.sdists)
         if self.no_build_isolation:
             args.append("--no-build-isolation")
+        if self.no_deps:
+            args.append("--no-deps")
         for setting in self.config_settings:
             args += ["--config-settings", setting]
         return args
@@ -97,6 +116,7 @@ class Recipe:
     overrides: tuple[str, ...]
     steps: tuple[Step, ...]
     extensions: tuple[ExtensionPlan, ...] = ()
+    left_out_sources: tuple[str, ...] = ()  # direct-reference packages left out (--without NAME)
     verify_pins: tuple[str, ...] = field(default=())
     warnings: tuple[str, ...] = ()
     sdists: tuple[str, ...] = ()  # built from their sdist on purpose; everything else is a wheel
@@ -104,6 +124,10 @@ class Recipe:
     def step(self, name: StepName) -> Step | None:
         """The step of that name, if the recipe has one."""
         return next((s for s in self.steps if s.name == name), None)
+
+    def left_out_sources_modules(self) -> dict[str, str]:
+        """module -> why, for the direct-reference packages left out (the probe's `absent`)."""
+        return {n.replace("-", "_"): f"{n} left out (--without {n})" for n in self.left_out_sources}
 
     def extension(self, name: str) -> ExtensionPlan | None:
         """The plan of one package built against torch, if the row has it."""
@@ -123,9 +147,13 @@ def build_recipe(
     nvcc_version: str | None = None,
     cores: int | None = None,
     memory_gib: float | None = None,
+    wheel_sources: tuple[str, ...] = (),
+    env: Mapping[str, str] | None = None,
+    missing: Missing = "refuse",
 ) -> Recipe:
     """The recipe for a plan; InstallError (before anything changes) when a package built against
-    torch has no way in, BadInputError when --build/--without names a package the row lacks."""
+    torch has no way in, BadInputError when --build/--without names a package the row lacks.
+    `missing="build"` (an image) builds what no wheel source has instead of refusing."""
     row = plan.row
     facts = plan.matrix.rows_file.torch_extensions
     asked = dict(extensions or {})
@@ -136,15 +164,19 @@ def build_recipe(
     torch_reqs = tuple(r for r in reqs if _name(r) in TORCH_FAMILY)
     verl_req = reqs[0]
     measured = _Measured(nvcc_version, cores, memory_gib)
+    sources = _Sources(
+        ordered_sources(plan.matrix.rows_file, user_sources(wheel_sources, env or {})), missing
+    )
     plans = [
-        _extension_plan(plan, name, ext, asked.get(name, "auto"), measured)
+        _extension_plan(plan, name, ext, request=asked.get(name, "auto"), measured=measured, sources=sources)
         for name, ext in facts.items()
         if name in row.packages
     ]
     # A package left out takes its companions with it (a TransformerEngine without its torch
     # module breaks `import megatron.core`).
     dropped = {c for e in plans if e.mode == "without" for c in facts[e.name].companions}
-    rest = tuple(r for r in reqs[1:] if _name(r) not in (*TORCH_FAMILY, *facts, *dropped))
+    loose = (*row.no_deps, *row.sources)  # installed last, on their own (below)
+    rest = tuple(r for r in reqs[1:] if _name(r) not in (*TORCH_FAMILY, *facts, *dropped, *loose))
     index, overrides = plan.index_url, bool(row.overrides)
     sdists = plan.matrix.rows_file.built_from_sdist(row)
     steps = [
@@ -181,7 +213,13 @@ def build_recipe(
             overrides=overrides,
         )
     )
-    verify = [r for r in reqs if _name(r) not in (*facts, *dropped)]
+    skipped = tuple(n for n in row.sources if asked.get(n) == "without")
+    if set(loose) - set(skipped):
+        steps.append(_loose_step(row, skipped))
+    warnings += [
+        f"{n} left out (--without {n}): its source {row.sources[n]} is not installed" for n in skipped
+    ]
+    verify = [r for r in reqs if _name(r) not in (*facts, *dropped, *row.sources)]
     verify += [f"{e.name}=={e.version}" for e in plans if e.mode != "without" and not facts[e.name].build]
     return Recipe(
         row=row,
@@ -189,10 +227,19 @@ def build_recipe(
         overrides=row.overrides,
         steps=tuple(replace(s, sdists=(*sdists, *s.sdists)) for s in steps),
         extensions=tuple(plans),
+        left_out_sources=skipped,
         verify_pins=tuple(verify),
         warnings=tuple(warnings),
         sdists=sdists,
     )
+
+
+@dataclass(frozen=True)
+class _Sources:
+    """The wheel sources in order, and what to do when none has the wheel."""
+
+    sources: list[WheelSource]
+    missing: Missing
 
 
 @dataclass(frozen=True)
@@ -204,8 +251,23 @@ class _Measured:
     memory_gib: float | None
 
 
+def _loose_step(row: Row, skipped: tuple[str, ...]) -> Step:
+    """The packages installed without their dependencies, or from a direct reference, last."""
+    names = tuple(n for n in dict.fromkeys((*row.no_deps, *row.sources)) if n not in skipped)
+    return Step(
+        name="no-deps",
+        title=f"{', '.join(names)} without their dependencies, as verl's own uv flow installs them",
+        requirements=tuple(
+            f"{n} @ {row.sources[n]}" if n in row.sources else f"{n}=={row.packages[n]}" for n in names
+        ),
+        no_deps=True,
+    )
+
+
 def _check_names(asked: Mapping[str, Choice], row: Row, facts: Mapping[str, ExtensionFacts]) -> None:
     for name in asked:
+        if name in row.sources and asked[name] == "without":
+            continue  # a direct-reference package (a git source) may be left out too
         if name not in facts:
             raise BadInputError(
                 f"--build/--without {name!r}: not a package built against torch; the matrix knows "
@@ -225,6 +287,8 @@ def _extension_steps(
             title=f"{ext.name} {ext.version} ({ext.reason})",
             requirements=(*torch_reqs, ext.requirement),
             index_url=index,
+            extra_index_url=ext.index_url,
+            no_build=(ext.name,) if ext.index_url else (),
         )
         return [step], None
     if ext.mode == "without":
@@ -257,27 +321,39 @@ def _name(requirement: str) -> str:
 
 
 def _extension_plan(
-    plan: Plan, name: str, facts: ExtensionFacts, request: Choice, measured: _Measured
+    plan: Plan, name: str, facts: ExtensionFacts, *, request: Choice, measured: _Measured, sources: _Sources
 ) -> ExtensionPlan:
     row = plan.row
     version = row.packages[name]
     without = without_reason(facts, row.verl.version)
     if request == "without":
         return ExtensionPlan(name=name, version=version, mode="without", reason=without)
-    wheel, why_not = wheel_for(facts, row, version, plan.python, plan.target.glibc.value, name=name)
-    if wheel is not None and request == "auto":
-        url, sha256, abi, reason = wheel
-        return ExtensionPlan(
-            name=name, version=version, mode="wheel", reason=reason, url=url, sha256=sha256, cxx11abi=abi
-        )
-    if request == "build":
-        return _build_plan(row, name, version, measured)
-    flag = "--build-flash-attn" if name == "flash-attn" else f"--build {name}"
-    raise InstallError(
-        f"{name} {version} cannot be installed as it stands ({why_not}): pass {flag} to "
-        f"compile it against torch {row.torch.version} after torch is installed (needs nvcc "
-        f"{row.torch.cuda}, an hour or more), or --without {name} ({without}); nothing was changed"
+    found, why_not = candidates(
+        sources.sources,
+        facts,
+        row,
+        name=name,
+        version=version,
+        python=plan.python,
+        glibc=plan.target.glibc.value,
     )
+    if found and request == "auto":
+        first = found[0]
+        return ExtensionPlan(
+            name=name,
+            version=version,
+            mode="wheel",
+            reason=first.reason,
+            url=first.url,
+            sha256=first.sha256,
+            cxx11abi=first.cxx11abi,
+            source=first.source,
+            candidates=tuple(found),
+        )
+    if request == "build" or sources.missing == "build":
+        return _build_plan(row, name, version, measured)
+    jobs = build_jobs(measured.cores, measured.memory_gib)
+    raise InstallError(refusal(row, name, facts, why_not=why_not, without=without, jobs=jobs))
 
 
 def _build_plan(row: Row, name: str, version: str, measured: _Measured) -> ExtensionPlan:
@@ -296,8 +372,7 @@ def _build_plan(row: Row, name: str, version: str, measured: _Measured) -> Exten
             f"CUDA {cuda}; torch refuses to build extensions across CUDA majors. Put a CUDA "
             f"{cuda.split('.')[0]}.x toolkit first on PATH (or CUDA_HOME); nothing was changed"
         )
-    memory = measured.memory_gib or GIB_PER_BUILD_JOB
-    jobs = max(1, min(measured.cores or os.cpu_count() or 1, int(memory // GIB_PER_BUILD_JOB)))
+    jobs = build_jobs(measured.cores, measured.memory_gib)
     reason = (
         f"built from source with nvcc {nvcc} and MAX_JOBS={jobs} (from the cores and "
         f"{GIB_PER_BUILD_JOB} GiB of memory per job); this takes an hour or more"
@@ -305,77 +380,18 @@ def _build_plan(row: Row, name: str, version: str, measured: _Measured) -> Exten
     return ExtensionPlan(name=name, version=version, mode="build", reason=reason, max_jobs=jobs)
 
 
-def without_reason(facts: ExtensionFacts | None, verl_version: str) -> str:
-    """What a run of this verl line can do without the package (read from its code; matrix data)."""
-    if facts is not None:
-        release = Version(verl_version).release
-        for size in (2, 1):
-            key = ".".join(str(p) for p in release[:size])
-            if key in facts.without:
-                return facts.without[key]
-    return "the matrix does not say what this verl line does without it"
-
-
-def without_flash_attn(facts: ExtensionFacts | None, verl_version: str) -> str:
-    """What a run of this verl line can do without flash-attn."""
-    if facts is None or not facts.without:
-        return "check the verl version's FSDP settings: attn_implementation and use_remove_padding"
-    return without_reason(facts, verl_version)
-
-
-def wheel_for(  # noqa: PLR0911  # one return per reason a wheel does not fit
-    facts: ExtensionFacts | None,
-    row: Row,
-    version: str,
-    python: str,
-    glibc: str | None,
-    *,
-    name: str = "flash-attn",
-) -> tuple[tuple[str, str | None, bool, str] | None, str]:
-    """((url, sha256, cxx11abi, reason), "") for a matching prebuilt wheel, else (None, why not)."""
-    if facts is None or facts.url is None:
-        return None, f"the matrix lists no prebuilt {name} wheels"
-    release = facts.releases.get(version)
-    torch_minor = ".".join(row.torch.version.split("+")[0].split(".")[:2])
-    cuda_major = row.torch.cuda.split(".")[0] if row.torch.cuda else None
-    arch = row.requires.arch[0]
-    if release is None:
-        return None, f"{name} {version} published no prebuilt wheels known to the matrix"
-    if torch_minor not in release.torch:
-        return None, f"{name} {version} published no wheel for torch {torch_minor}"
-    if cuda_major is None or cuda_major not in release.cuda_majors:
-        return None, f"{name} {version} published no wheel for CUDA {cuda_major}"
-    if arch not in release.arch:
-        return None, f"{name} {version} published no {arch} wheel"
-    minor = ".".join(python.split(".")[:2])
-    if minor not in release.python:
-        return None, f"{name} {version} published no wheel for Python {minor}"
-    if glibc is not None and parse_minor(glibc, "glibc") < parse_minor(release.glibc, "glibc"):
-        return None, f"its prebuilt wheels need glibc >= {release.glibc} and the target has {glibc}"
-    abi = Version(torch_minor) >= Version(facts.cxx11abi_from_torch)
-    py = "cp" + "".join(python.split(".")[:2])
-    url = facts.url.format(
-        version=version,
-        cuda_major=cuda_major,
-        torch_minor=torch_minor,
-        torch_version=row.torch.version,
-        abi=str(abi).upper(),
-        py=py,
-        arch=arch,
-    )
-    sha256 = facts.sha256.get(url.rsplit("/", 1)[-1])
-    reason = f"prebuilt for torch {torch_minor}, CUDA {cuda_major}, {py}, C++11 ABI {str(abi).upper()}"
-    return (url, sha256, abi, reason), ""
-
-
-def recipe_for(plan: Plan, requests: ExtensionRequests, env: Mapping[str, str]) -> Recipe:
+def recipe_for(
+    plan: Plan, requests: ExtensionRequests, env: Mapping[str, str], wheel_sources: tuple[str, ...] = ()
+) -> Recipe:
     """The plan's recipe; a build request measures nvcc, cores and memory first."""
     if "build" not in requests.values():
-        return build_recipe(plan, extensions=requests)
+        return build_recipe(plan, extensions=requests, wheel_sources=wheel_sources, env=env)
     return build_recipe(
         plan,
         extensions=requests,
         nvcc_version=nvcc_version(env),
         cores=os.cpu_count(),
         memory_gib=memory_gib(),
+        wheel_sources=wheel_sources,
+        env=env,
     )

@@ -60,7 +60,7 @@ class Plan:
         """The documented `plan --json` data (schemas/plan.json)."""
         return {
             "row": self.row.to_dict(),
-            "proof": dict(zip(("level", "detail"), self.matrix.proof_of(self.row), strict=True)),
+            "proof": self.matrix.proof_json(self.row),
             "python": self.python,
             "policy": self.policy,
             "index_url": self.index_url,

@@ -68,6 +68,7 @@ class RenderOptions:
     namespace: str = "default"
     gpus_per_node: int | None = None
     extensions: dict[str, Choice] = field(default_factory=dict)
+    wheel_sources: tuple[str, ...] = ()
     extra: dict[str, str] = field(default_factory=dict)
 
 
@@ -187,6 +188,7 @@ def _left_out_json(plan: Plan, recipe: Recipe | None) -> str:
     """The probe's map of modules left out on purpose (--without NAME), or "" when none are."""
     left = [e.name for e in recipe.extensions if e.mode == "without"] if recipe else []
     modules = plan.matrix.rows_file.left_out_modules(left)
+    modules |= recipe.left_out_sources_modules() if recipe else {}
     return json.dumps(modules, sort_keys=True) if modules else ""
 
 
@@ -195,7 +197,18 @@ def _recipe(plan: Plan, options: RenderOptions) -> Recipe | None:
     if not {"venv", "docker"} & set(options.targets):
         return None
     cuda = plan.row.torch.cuda
-    return build_recipe(plan, extensions=options.extensions, nvcc_version=cuda, cores=4, memory_gib=16)
+    # A rendered script or image builds what no wheel source has (verl's Dockerfiles build
+    # flash-attn in the image), so rendering never refuses for want of a wheel.
+    return build_recipe(
+        plan,
+        extensions=options.extensions,
+        nvcc_version=cuda,
+        cores=4,
+        memory_gib=16,
+        wheel_sources=options.wheel_sources,
+        env=os.environ,
+        missing="build",
+    )
 
 
 def render(plan: Plan, options: RenderOptions) -> list[RenderedFile]:

@@ -25,8 +25,7 @@ from verl_setup.environment.uv import index_flags, uv_env
 from verl_setup.errors import BadInputError, InstallError
 from verl_setup.host.pythons import detect_pythons
 from verl_setup.output import Progress
-from verl_setup.plan.build_host import memory_gib
-from verl_setup.plan.recipe import GIB_PER_BUILD_JOB
+from verl_setup.plan.build_host import build_jobs
 from verl_setup.plan.select import Plan
 from verl_setup.util.runner import ProgramError, follow, run
 from verl_setup.util.uvbin import find_uv
@@ -115,11 +114,7 @@ def _cc_key(cc: str) -> tuple[int, ...]:
 
 def max_jobs(explicit: int | None) -> int:
     """MAX_JOBS: given, else the cores, at most one job per GIB_PER_BUILD_JOB GiB of memory."""
-    if explicit:
-        return explicit
-    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
-    memory = memory_gib() or GIB_PER_BUILD_JOB
-    return max(1, min(cores, int(memory // GIB_PER_BUILD_JOB)))
+    return explicit or build_jobs()
 
 
 def build_wheelhouse(options: BuildOptions, env: Mapping[str, str], progress: Progress) -> list[Outcome]:

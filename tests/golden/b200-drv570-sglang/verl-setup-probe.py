@@ -68,11 +68,41 @@ for name in ("flashinfer", "flash_attn", "sgl_kernel", "datasets", "ray", "tenso
         modules.append(name)
 # The Megatron backend, where it is installed: what verl's Megatron workers import.
 if exists("megatron.core"):
+    # The HF <-> Megatron bridges: Megatron-Bridge (verl 0.9's default) and mbridge (verl 0.8's).
     for name in ("megatron.core", "transformer_engine", "transformer_engine.pytorch", "apex",
+                 "megatron.bridge", "mbridge", "verl.models.mcore.bridge", "verl.models.mcore.mbridge",
                  "verl.workers.megatron_workers", "verl.workers.engine.megatron",
                  "verl.utils.megatron_utils"):
         if exists(name):
             modules.append(name)
+# The bridges on the CPU: each reads a tiny Hugging Face config into Megatron's terms, the step
+# where PyPI's mbridge 0.15.1 raises AttributeError on transformers 5 (rope_theta moved into
+# rope_parameters). mbridge's _get_gptmodel_args is what its get_model passes to GPTModel.
+def tiny_config():
+    from transformers import Qwen2Config
+    cfg = Qwen2Config(vocab_size=256, hidden_size=64, intermediate_size=128, num_hidden_layers=2,
+                      num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=128)
+    cfg.architectures = ["Qwen2ForCausalLM"]
+    base = (getattr(cfg, "rope_parameters", None) or {}).get("rope_theta") or cfg.__dict__.get("rope_theta")
+    return cfg, base
+def check_megatron_bridge():
+    from megatron.bridge import AutoBridge
+    cfg, base = tiny_config()
+    p = AutoBridge.from_hf_config(cfg).to_megatron_provider(load_weights=False)
+    return (p.num_layers, p.hidden_size, p.rotary_base), (2, 64, base)
+def check_mbridge():
+    import mbridge
+    from mbridge.core.parallel_states import ParallelStates
+    cfg, base = tiny_config()
+    # One process, no torch.distributed: the parallel sizes are given (1 each), not read from Megatron.
+    bridge = mbridge.AutoBridge.from_config(cfg, parallel_states=ParallelStates())
+    return (bridge.config.num_layers, bridge.config.hidden_size,
+            bridge._get_gptmodel_args()["rotary_base"]), (2, 64, base)
+CHECKS = {"megatron.bridge:AutoBridge.from_hf_config": check_megatron_bridge,
+          "mbridge:AutoBridge.from_config": check_mbridge}
+for name in CHECKS:
+    if exists(name.split(":")[0]) and name.split(":")[0] in modules:
+        modules.append(name)
 # What was left out on purpose is named too, so the report says so instead of staying silent.
 modules += [name for name in left_out if name not in modules]
 try:
@@ -81,6 +111,10 @@ try:
 except Exception:
     owners = {}
 failed = False
+def check(name):
+    got, want = CHECKS[name]()
+    if got != want:
+        raise AssertionError("read %r from a tiny Qwen2 config, expected %r" % (got, want))
 def attempt(name, action):
     global failed
     if not report:
@@ -125,7 +159,7 @@ def attempt(name, action):
     else:
         sys.stdout.write(json.dumps(out) + "\n"); sys.stdout.flush()
 for name in modules:
-    attempt(name, lambda name=name: importlib.import_module(name))
+    attempt(name, lambda name=name: check(name) if name in CHECKS else importlib.import_module(name))
 # verl's patches of the engine import it inside functions, so importing them passes whatever the
 # engine has: each unguarded `from ENGINE.X import NAME` in them is checked against the installed
 # engine's source, statically (no engine import, so no GPU needed): verl 0.9.1's QAT and NVFP4
