@@ -99,6 +99,9 @@ def _add_plan(sub: Any) -> None:
     p = sub.add_parser("plan", help="select the matrix row for a machine, and say why")
     p.add_argument("--json", action="store_true", help="machine-readable plan (schema 1)")
     p.add_argument("--explain", action="store_true", help="show evidence and every rejected row")
+    p.add_argument(
+        "--cluster", type=Path, metavar="FILE", help="one row for every node of a cluster file (detect --ray)"
+    )
     add_plan_flags(p)
     p.set_defaults(run=_run_plan)
 
@@ -106,6 +109,10 @@ def _add_plan(sub: Any) -> None:
 def _run_plan(args: argparse.Namespace) -> int:
     from verl_setup.commands import reports as report  # noqa: PLC0415
 
+    if args.cluster is not None:
+        from verl_setup.commands import plan_cluster  # noqa: PLC0415
+
+        return plan_cluster.run(args, os.environ, sys.stdout)
     plan = _plan(args)
     if args.json:
         sys.stdout.write(envelope(plan.to_json()))

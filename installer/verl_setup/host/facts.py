@@ -164,6 +164,12 @@ def load_host_file(path: Path) -> HostFacts:
         raise BadInputError(f"host file {shown} is nested too deeply") from exc
     if depth(data) > MAX_DEPTH:
         raise BadInputError(f"host file {shown} is nested deeper than {MAX_DEPTH} levels")
+    return host_from_data(data, str(path))
+
+
+def host_from_data(data: object, where: str) -> HostFacts:
+    """A parsed `detect --json` object as HostFacts (a host file's, or one node's of a cluster file)."""
+    shown = repr(one_line(where))
     if not isinstance(data, dict):
         raise BadInputError(f"host file {shown}: expected a JSON object")
     if data.get("schema") != SCHEMA:
@@ -171,7 +177,7 @@ def load_host_file(path: Path) -> HostFacts:
             f"host file {shown}: schema {one_line(repr(data.get('schema')))} is not {SCHEMA} "
             "(make it with `verl-setup detect --json`)"
         )
-    builder = Builder(str(path))
+    builder = Builder(where)
     facts = builder.build(HostFacts, data, "", 0)
     if facts is None:
         raise BadInputError(f"host file {one_line(builder.problems[0])}")
