@@ -46,6 +46,7 @@ golden: $(STAMP)
 bench: $(STAMP)
 	$(BIN)/python bench/startup.py
 	$(BIN)/python bench/install.py
+	$(BIN)/python bench/cluster.py
 
 clean:
 	rm -rf $(VENV) build dist .pytest_cache .mypy_cache .ruff_cache

@@ -83,10 +83,27 @@ def _plan(args: argparse.Namespace) -> Any:
 def _add_detect(sub: Any) -> None:
     p = sub.add_parser("detect", help="describe this host (GPUs, driver, Pythons, CUDA, tools)")
     p.add_argument("--json", action="store_true", help="machine-readable HostFacts (schema 1)")
+    g = p.add_argument_group("every node of a cluster, as a cluster file (plan/install/render --cluster)")
+    g.add_argument("--ray", metavar="ADDRESS", help="one detection task pinned to each alive Ray node")
+    g.add_argument("--slurm", action="store_true", help="one srun task per node of this allocation")
+    g.add_argument("--out", type=Path, metavar="FILE", help="write the cluster file here (default stdout)")
+    g.add_argument("--force", action="store_true", help="overwrite --out")
+    g.add_argument("--prefix", type=Path, metavar="PATH", help="env whose Python has ray (default .venv)")
+    g.add_argument("--python", metavar="EXE", help="interpreter with ray, as the cluster's")
+    g.add_argument("--runtime-env", type=Path, metavar="FILE", help="a rendered runtime_env.yaml")
+    g.add_argument(
+        "--installed", action="store_true",
+        help="run each node's own verl-setup from PATH (default: ship this package as py_modules)",
+    )  # fmt: skip
+    g.add_argument("--timeout", type=float, default=120.0, metavar="S", help="hard limit (120)")
     p.set_defaults(run=_run_detect)
 
 
 def _run_detect(args: argparse.Namespace) -> int:
+    if args.ray is not None or args.slurm:
+        from verl_setup.commands import detect_cluster  # noqa: PLC0415
+
+        return detect_cluster.run(args, os.environ, sys.stdout)
     from verl_setup.commands import reports as report  # noqa: PLC0415
     from verl_setup.host.detect import detect  # noqa: PLC0415
 
@@ -324,6 +341,15 @@ def _add_install(sub: Any) -> None:
     p.add_argument(
         "--import-timeout", type=float, default=900.0, metavar="S", help="for the import probe (900)"
     )
+    g = p.add_argument_group("every node of a cluster (a prefix path the same on each node)")
+    g.add_argument("--cluster", type=Path, metavar="FILE", help="install the cluster plan's row on its nodes")
+    g.add_argument("--ray", metavar="ADDRESS", help="the Ray head (default: the cluster file's)")
+    g.add_argument("--ray-python", metavar="EXE", help="interpreter with the cluster's ray (default .venv)")
+    g.add_argument(
+        "--installed", action="store_true",
+        help="run each node's own verl-setup from PATH (default: ship this package as py_modules)",
+    )  # fmt: skip
+    g.add_argument("--timeout", type=float, default=3600.0, metavar="S", help="per node (3600)")
     add_recipe_flags(p)
     add_plan_flags(p)
     p.set_defaults(run=_run_install)
@@ -332,6 +358,10 @@ def _add_install(sub: Any) -> None:
 def _run_install(args: argparse.Namespace) -> int:
     from verl_setup.commands import install  # noqa: PLC0415
 
+    if args.cluster is not None:
+        from verl_setup.commands import install_cluster  # noqa: PLC0415
+
+        return install_cluster.run(args, os.environ, sys.stdout)
     return install.run(args, os.environ, sys.stdout)
 
 

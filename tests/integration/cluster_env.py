@@ -18,6 +18,7 @@ import os
 import subprocess
 import tempfile
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -82,8 +83,17 @@ def _ports(base: int) -> list[str]:
     return [str(x) for pair in ports.items() for x in pair]
 
 
-def start_cluster(venv: Path, base: int) -> Cluster:
-    """Head on base.., worker node on base+30..; returns once both nodes are alive."""
+def start_cluster(
+    venv: Path,
+    base: int,
+    *,
+    node_env: Mapping[str, Mapping[str, str]] | None = None,
+    wrap: Mapping[str, list[str]] | None = None,
+) -> Cluster:
+    """Head on base.., worker node on base+30..; returns once both nodes are alive.
+
+    `node_env` adds variables to one node's `ray start` ("head" or "worker"): what its tasks
+    see, as a differently configured machine would; `wrap` puts a command before it (unshare)."""
     ray = str(venv / "bin/ray")
     temp = Path(tempfile.mkdtemp(prefix="rc", dir="/tmp"))  # socket paths < 108 chars
     env = {k: v for k, v in _clean_env().items() if not k.startswith(("NCCL_", "GLOO_"))}
@@ -92,9 +102,11 @@ def start_cluster(venv: Path, base: int) -> Cluster:
     head_argv += [*common, *_ports(base), "--temp-dir", str(temp / "ray"), "--include-dashboard", "false"]
     worker_argv = [ray, "start", "--address", f"127.0.0.1:{base}", *common, *_ports(base + 30)]
     procs = []
-    for name, argv in (("head", head_argv), ("worker", worker_argv)):
+    for name, bare in (("head", head_argv), ("worker", worker_argv)):
         log = (temp / f"{name}.log").open("wb")
-        proc = subprocess.Popen(argv, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+        argv = [*(wrap or {}).get(name, []), *bare]
+        own = {**env, **(node_env or {}).get(name, {})}
+        proc = subprocess.Popen(argv, env=own, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
         _STARTED[proc.pid] = proc
         procs.append(proc)
         if name == "head":

@@ -271,10 +271,17 @@ def _no_fit_message(
 ) -> str:
     combined = [_cluster_rejection(row_id, v, labels) for row_id, v in verdicts.items()]
     nearest = nearest_rows(combined, matrix)
-    # The rows the fewest nodes stand in the way of point at the odd nodes out, whatever they cost.
-    in_the_way = {r.id: sum(v is not None for v in verdicts[r.id]) for r in nearest if not r.off_request}
-    odd = sorted((r for r in nearest if r.id in in_the_way), key=lambda r: in_the_way[r.id])
-    listed = list(dict.fromkeys([*nearest[:3], *odd[:1]]))
+
+    # Besides the nearest rows, the nearest row each other set of nodes blocks: every way out, so
+    # the odd node is named whichever side the ranking puts first.
+    def blocking(r: Rejection) -> frozenset[str]:
+        return frozenset(label for label, v in zip(labels, verdicts[r.id], strict=True) if v)
+
+    sets: dict[frozenset[str], Rejection] = {blocking(r): r for r in reversed(nearest[:3])}
+    for r in nearest:
+        if not r.off_request and len(blocking(r)) < total:
+            sets.setdefault(blocking(r), r)
+    listed = list(dict.fromkeys([*nearest[:3], *list(sets.values())[:6]]))
 
     def blocked(row_id: str) -> str:
         blockers = _blockers(verdicts[row_id], labels, matrix.row(row_id))
