@@ -22,7 +22,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from verl_setup.environment.install import choose_python
+from verl_setup.environment.python_choice import choose_python
 from verl_setup.environment.uv import compile_command, find_uv, install_command, venv_command, write_inputs
 from verl_setup.host.pythons import detect_pythons
 from verl_setup.plan.make import PlanInputs, make_plan

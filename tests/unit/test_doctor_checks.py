@@ -173,6 +173,24 @@ def test_driver_against_torch_cuda_under_both_policies(xml: str, metadata: str, 
         assert "policy strict: needs >=" in finding.message
 
 
+def test_a_535_driver_below_cuda_13s_floor_is_one_finding_judged_by_the_libcuda_that_loads() -> None:
+    drv, how = DriverVersion.parse("535.129.03"), "torch Requires-Dist nvidia-cuda-runtime==13.0.96"
+    compat = ("/usr/local/cuda-13.0/compat/libcuda.so.1", 13000)
+    hosts = ("/usr/lib/x86_64-linux-gnu/libcuda.so.1", 12020)
+    # Inside the forward-compatibility image the compat libcuda loads: that passes, it is no failure.
+    (inside,) = driver_vs_torch(RULES, drv, "13.0", how, compat)
+    assert inside.status == "pass"
+    assert "forward-compatibility libcuda is loaded" in inside.message
+    (outside,) = driver_vs_torch(RULES, drv, "13.0", how, hosts)
+    assert outside.status == "fail"
+    assert "driver API 12.2" in outside.message
+    assert outside.remedy is not None
+    assert "--policy forward" in outside.remedy
+    (unknown,) = driver_vs_torch(RULES, drv, "13.0", how)
+    assert unknown.status == "fail"
+    assert "libcuda" not in unknown.message
+
+
 @pytest.mark.subprocess
 def test_this_machines_nvcc_13_is_too_new_for_a_535_driver_and_fine_for_590() -> None:
     nvcc = system.tool("nvcc", "/usr/local/bin:/usr/bin:/bin")

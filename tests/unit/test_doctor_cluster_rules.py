@@ -4,6 +4,7 @@ on a child report (the child itself runs for real in tests/integration)."""
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 from typing import Any
@@ -139,6 +140,30 @@ def test_collective_verdicts_on_a_child_report() -> None:
     assert judge(c, wrong, []).status == "fail"
     no_torch = {"python": "/x/bin/python", "error": "cannot import torch: No module named 'torch'"}
     assert judge(c, no_torch, []).status == "skip"
+    no_cluster = {"python": "/x/bin/python", "init_error": "ConnectionError: could not reach 10.0.0.1:6379"}
+    cannot_join = judge(c, no_cluster, [])
+    assert cannot_join.status == "fail"
+    assert "could not reach 10.0.0.1:6379" in cannot_join.findings[0].message
+
+
+@pytest.mark.subprocess
+@pytest.mark.parametrize("child", ["collective_child.py", "ray_local_child.py"])
+def test_a_ray_child_in_an_env_without_ray_answers_one_json_naming_it(child: str) -> None:
+    # The children run as scripts in the target env and import their shared set-up as a sibling.
+    import subprocess  # noqa: PLC0415
+
+    from verl_setup.doctor.probes import ray_script  # noqa: PLC0415
+
+    bare = [p for p in sorted(Path.home().glob(".pyenv/versions/3.1*/bin/python3")) if p.exists()]
+    if not bare:
+        pytest.skip("needs an interpreter without Ray (pyenv's)")
+    script = Path(ray_script.__file__).with_name(child)
+    args = json.dumps({"timeout": 5, "temp_dir": "/tmp", "gpus": 0})  # never reached
+    out = subprocess.run(
+        [str(bare[0]), str(script), args], capture_output=True, text=True, timeout=60, check=False
+    )
+    assert out.returncode == 0, out.stderr
+    assert json.loads(out.stdout)["error"] == "cannot import ray: No module named 'ray'"
 
 
 def test_launch_without_ray_job_submit_has_no_working_dir() -> None:

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from verl_setup.environment import staging
-from verl_setup.environment.install import choose_python
+from verl_setup.environment.python_choice import choose_python
 from verl_setup.environment.staging import Layout, check_prefix, clean_leftovers, install_lock, swap
 from verl_setup.errors import BadInputError, InstallError
 from verl_setup.host.facts import PythonInterpreter

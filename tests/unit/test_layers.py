@@ -12,13 +12,14 @@ PACKAGE = Path(__file__).resolve().parents[2] / "installer" / "verl_setup"
 
 # Lowest first. A module may import its own layer and any layer below it.
 LAYERS = (
-    ("verl_setup", "verl_setup.errors", "verl_setup.util", "verl_setup.output"),
+    ("verl_setup", "verl_setup.errors", "verl_setup.util", "verl_setup.output", "verl_setup.scripts"),
     ("verl_setup.matrix",),
     ("verl_setup.host",),
     ("verl_setup.plan",),
     ("verl_setup.environment",),
     ("verl_setup.render",),
     ("verl_setup.doctor",),
+    ("verl_setup.maintenance",),  # keeps the matrix true; uses environment/, nothing below uses it
     ("verl_setup.commands",),
     ("verl_setup.cli", "verl_setup.__main__"),
 )
@@ -117,3 +118,13 @@ def test_no_module_beside_a_child_script_shadows_what_the_child_imports() -> Non
     for child in PACKAGE.rglob("*_child.py"):
         assert not (child.parent / "ray.py").exists(), child
         assert not (child.parent / "pynvml.py").exists(), child
+
+
+def test_no_module_is_over_400_lines() -> None:
+    """A module that long holds more than one idea: split it along a seam it has."""
+    long = {
+        str(p.relative_to(PACKAGE)): n
+        for p in PACKAGE.rglob("*.py")
+        if (n := len(p.read_text().splitlines())) > 400
+    }
+    assert long == {}

@@ -8,8 +8,8 @@ import pytest
 from packaging.requirements import Requirement
 from packaging.specifiers import SpecifierSet
 
-from verl_setup.environment.check import resolution_of
-from verl_setup.environment.metadata import (
+from verl_setup.maintenance.check import resolution_of
+from verl_setup.maintenance.metadata import (
     ReleaseMeta,
     cuda_of,
     exact_pin,
@@ -17,7 +17,7 @@ from verl_setup.environment.metadata import (
     requirements_of,
     serves_python,
 )
-from verl_setup.matrix.resolved import Resolution, load_resolved, record_resolved
+from verl_setup.maintenance.resolved import Resolution, load_resolved, record_resolved
 
 COMPILED = """\
 six==1.17.0 \\

@@ -12,7 +12,8 @@ import pytest
 
 from tests.conftest import host
 from tests.render_scenarios import SCENARIOS, Scenario, plan_for, render_scenario
-from verl_setup.environment.install import PythonChoice, uv_commands
+from verl_setup.environment.install_job import uv_commands
+from verl_setup.environment.python_choice import PythonChoice
 from verl_setup.errors import BadInputError, InstallError
 from verl_setup.host.facts import HostFacts
 from verl_setup.plan.recipe import build_recipe

@@ -3,18 +3,20 @@
 from __future__ import annotations
 
 import argparse
+from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 from verl_setup.errors import BadInputError
-from verl_setup.plan.make import PlanInputs
+from verl_setup.plan.make import PlanInputs, make_plan
 from verl_setup.plan.target import Request
 
 if TYPE_CHECKING:
     from verl_setup.plan.recipe import Choice
+    from verl_setup.plan.select import Plan
 
 
 def plan_inputs(args: argparse.Namespace) -> PlanInputs:
-    """The plan flags (cli.add_plan_flags) as PlanInputs."""
+    """The plan flags (flags.add_plan_flags) as PlanInputs."""
     request = Request(
         driver=args.driver,
         gpus=tuple(args.gpu),
@@ -33,8 +35,13 @@ def plan_inputs(args: argparse.Namespace) -> PlanInputs:
     return PlanInputs(request=request, matrix=args.matrix, row=args.row)
 
 
+def plan_for(args: argparse.Namespace, env: Mapping[str, str]) -> Plan:
+    """The plan for the plan flags (flag > environment > host file > detection)."""
+    return make_plan(plan_inputs(args), env)
+
+
 def extension_requests(args: argparse.Namespace) -> dict[str, Choice]:
-    """--build NAME / --build-flash-attn / --without NAME (cli.add_recipe_flags) as the recipe's requests."""
+    """--build NAME / --build-flash-attn / --without NAME (flags.add_recipe_flags) as requests."""
     build = set(args.build or ()) | ({"flash-attn"} if args.build_flash_attn else set())
     without = set(args.without or ())
     both = sorted(build & without)

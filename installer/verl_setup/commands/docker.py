@@ -10,7 +10,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TextIO
 
-from verl_setup.commands.common import plan_inputs
+from verl_setup.commands.common import plan_for
+from verl_setup.commands.flags import add_artifact_flags, add_plan_flags
 from verl_setup.commands.render import options_from_args
 from verl_setup.environment.image import (
     build,
@@ -22,10 +23,27 @@ from verl_setup.environment.image import (
 )
 from verl_setup.errors import BadInputError, CheckFailedError
 from verl_setup.output import envelope
-from verl_setup.plan.make import make_plan
 from verl_setup.plan.recipe import build_recipe
 from verl_setup.plan.select import Plan
 from verl_setup.render.templates import RenderedFile, RenderOptions, compare, render, write
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    """`docker build` and its flags."""
+    dsub = p.add_subparsers(dest="docker_cmd", required=True, metavar="build")
+    b = dsub.add_parser("build", help="render, build through the Docker SDK, verify inside, label")
+    b.add_argument("--tag", metavar="TAG", help="image tag (required unless --print-context)")
+    b.add_argument(
+        "--out", type=Path, metavar="DIR", help="keep the build context here (default: a temp dir)"
+    )
+    b.add_argument("--push", action="store_true", help="push the verified image")
+    b.add_argument("--force", action="store_true", help="overwrite changed files in --out")
+    b.add_argument("--network", metavar="MODE", help="network mode for RUN steps (e.g. host)")
+    b.add_argument("--print-context", action="store_true", help="list what would be sent, build nothing")
+    b.add_argument("--json", action="store_true", help="machine-readable result")
+    add_artifact_flags(b)
+    add_plan_flags(b)
+    b.set_defaults(run=run)
 
 
 def context_files(plan: Plan, options: RenderOptions) -> list[RenderedFile]:
@@ -35,7 +53,7 @@ def context_files(plan: Plan, options: RenderOptions) -> list[RenderedFile]:
 
 def run(args: argparse.Namespace, env: Mapping[str, str], out: TextIO) -> int:
     """The whole command: context, build, verify, label, optionally push."""
-    plan = make_plan(plan_inputs(args), env)
+    plan = plan_for(args, env)
     options = options_from_args(args)
     files = context_files(plan, options)
     if args.print_context:

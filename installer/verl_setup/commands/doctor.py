@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Mapping
+from pathlib import Path
 from typing import TextIO
 
 from verl_setup.doctor.context import Options
@@ -12,6 +13,28 @@ from verl_setup.doctor.run import make_context, run_checks, selected
 from verl_setup.errors import CheckFailedError
 from verl_setup.output import envelope
 from verl_setup.plan.target import from_env
+from verl_setup.util.vocab import CHECK_IDS
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    """The doctor flags, and the launch command after `--`."""
+    p.add_argument("--json", action="store_true", help="machine-readable report (schema 1)")
+    p.add_argument(
+        "--check",
+        action="append",
+        default=[],
+        metavar="ID",
+        help=f"run only this check (repeatable): {', '.join(CHECK_IDS)}",
+    )
+    p.add_argument("--prefix", type=Path, metavar="PATH", help="the venv to inspect (default $VIRTUAL_ENV)")
+    p.add_argument("--ray-address", metavar="ADDR", help="Ray head (default RAY_ADDRESS, then a local head)")
+    p.add_argument("--model-size", metavar="SIZE", help="space a model download needs (default 16GB)")
+    p.add_argument("--host", type=Path, metavar="FILE", help="a saved `verl-setup detect --json`")
+    p.add_argument(
+        "--matrix", type=Path, metavar="FILE", help="use this rows file instead of the bundled one"
+    )
+    p.add_argument("launch", nargs="*", metavar="-- LAUNCH COMMAND", help="the training command to lint")
+    p.set_defaults(run=run)
 
 
 def options_from_args(args: argparse.Namespace) -> Options:

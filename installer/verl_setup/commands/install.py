@@ -4,12 +4,45 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Mapping
+from pathlib import Path
 from typing import TextIO
 
 from verl_setup.commands.common import extension_requests, plan_inputs
-from verl_setup.environment.install import InstallOptions, install
+from verl_setup.commands.flags import add_plan_flags, add_recipe_flags
+from verl_setup.environment.install import install
+from verl_setup.environment.install_job import InstallOptions
 from verl_setup.errors import VerlSetupError
 from verl_setup.output import Progress, envelope
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    """The install flags."""
+    p.add_argument("--prefix", type=Path, default=Path(".venv"), metavar="PATH", help="default .venv")
+    p.add_argument("--lock", type=Path, metavar="FILE", help="install exactly this lock (hashes enforced)")
+    p.add_argument("--dry-run", action="store_true", help="print the exact uv commands, change nothing")
+    p.add_argument("--json", action="store_true", help="machine-readable result (schema 1)")
+    p.add_argument(
+        "--no-python-downloads", action="store_true",
+        help="never let uv download the exact Python (then the same minor found here, with a warning)",
+    )  # fmt: skip
+    p.add_argument("--wait", type=float, default=600.0, metavar="S", help="wait for another install (600)")
+    p.add_argument("--quiet", "-q", action="store_true", help="no progress lines (warnings still print)")
+    p.add_argument("--no-import", action="store_true", help="skip the import probe")
+    p.add_argument(
+        "--import-timeout", type=float, default=900.0, metavar="S", help="for the import probe (900)"
+    )
+    g = p.add_argument_group("every node of a cluster (a prefix path the same on each node)")
+    g.add_argument("--cluster", type=Path, metavar="FILE", help="install the cluster plan's row on its nodes")
+    g.add_argument("--ray", metavar="ADDRESS", help="the Ray head (default: the cluster file's)")
+    g.add_argument("--ray-python", metavar="EXE", help="interpreter with the cluster's ray (default .venv)")
+    g.add_argument(
+        "--installed", action="store_true",
+        help="run each node's own verl-setup from PATH (default: ship this package as py_modules)",
+    )  # fmt: skip
+    g.add_argument("--timeout", type=float, default=3600.0, metavar="S", help="per node (3600)")
+    add_recipe_flags(p)
+    add_plan_flags(p)
+    p.set_defaults(run=run)
 
 
 def options_from_args(args: argparse.Namespace) -> InstallOptions:
@@ -27,6 +60,10 @@ def options_from_args(args: argparse.Namespace) -> InstallOptions:
 
 def run(args: argparse.Namespace, env: Mapping[str, str], out: TextIO) -> int:
     """Install; with --json a result object on stdout, on failure too (then the error, exit code)."""
+    if args.cluster is not None:
+        from verl_setup.commands import install_cluster  # noqa: PLC0415
+
+        return install_cluster.run(args, env, out)
     progress = Progress(quiet=args.quiet)
     try:
         result = install(options_from_args(args), env, progress, dry_run=args.dry_run, out=out)

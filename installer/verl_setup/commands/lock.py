@@ -8,13 +8,23 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TextIO
 
-from verl_setup.commands.common import extension_requests, plan_inputs
+from verl_setup.commands.common import extension_requests, plan_for
+from verl_setup.commands.flags import add_plan_flags, add_recipe_flags
 from verl_setup.environment.lock import compile_lock, parse, write_lock
 from verl_setup.environment.uv import find_uv, uv_env
 from verl_setup.errors import BadInputError
 from verl_setup.output import Progress, envelope
-from verl_setup.plan.make import make_plan
 from verl_setup.plan.recipe import recipe_for
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    """The lock flags."""
+    p.add_argument("--out", type=Path, metavar="FILE", help="write the lock here (default: stdout)")
+    p.add_argument("--json", action="store_true", help="describe the written lock (schema 1)")
+    p.add_argument("--quiet", "-q", action="store_true", help="no progress lines (warnings still print)")
+    add_recipe_flags(p)
+    add_plan_flags(p)
+    p.set_defaults(run=run)
 
 
 def run(args: argparse.Namespace, env: Mapping[str, str], out: TextIO) -> int:
@@ -23,7 +33,7 @@ def run(args: argparse.Namespace, env: Mapping[str, str], out: TextIO) -> int:
     to_stdout = args.out is None or str(args.out) == "-"
     if to_stdout and args.json:
         raise BadInputError("--json describes a written lock: give --out FILE")
-    plan = make_plan(plan_inputs(args), env)
+    plan = plan_for(args, env)
     recipe = recipe_for(plan, extension_requests(args), env)
     progress.step("plan", f"row {plan.row.id}, Python {plan.python}; resolving with hashes")
     for warning in recipe.warnings:

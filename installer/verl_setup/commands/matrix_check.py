@@ -6,11 +6,11 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import TextIO
 
-from verl_setup.environment.check import RowCheck, check_row, default_index, indexes_for
 from verl_setup.environment.uv import find_uv, uv_env
 from verl_setup.errors import CheckFailedError
+from verl_setup.maintenance.check import RowCheck, check_row, default_index, indexes_for
+from verl_setup.maintenance.resolved import load_resolved, record_resolved
 from verl_setup.matrix.load import Matrix
-from verl_setup.matrix.resolved import load_resolved, record_resolved
 from verl_setup.output import Progress, envelope
 
 

@@ -10,11 +10,13 @@ from typing import TextIO
 
 import yaml
 
-from verl_setup.environment.check import default_index
-from verl_setup.environment.index import masked
-from verl_setup.environment.propose import Candidate, Proposer, Refusal, default_since, row_data
 from verl_setup.environment.uv import find_uv, uv_env
 from verl_setup.errors import BadInputError
+from verl_setup.maintenance.candidate_row import row_data
+from verl_setup.maintenance.check import default_index
+from verl_setup.maintenance.index import masked
+from verl_setup.maintenance.propose import Candidate, Proposer, Refusal
+from verl_setup.maintenance.releases import default_since
 from verl_setup.matrix.load import Matrix
 from verl_setup.output import Progress, envelope
 

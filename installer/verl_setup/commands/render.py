@@ -3,13 +3,34 @@
 from __future__ import annotations
 
 import argparse
-import sys
+from collections.abc import Mapping
+from pathlib import Path
+from typing import TextIO
 
-from verl_setup.commands.common import extension_requests
+from verl_setup.commands.common import extension_requests, plan_for
+from verl_setup.commands.flags import add_artifact_flags, add_plan_flags
 from verl_setup.errors import BadInputError
 from verl_setup.output import envelope
 from verl_setup.plan.select import Plan
 from verl_setup.render.templates import RenderOptions, compare, expand_targets, render, write
+from verl_setup.util.vocab import RENDER_TARGETS
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    """The render flags: targets, where, and the artifact and plan flags."""
+    p.add_argument("targets", nargs="+", metavar="TARGET", help=f"{', '.join(RENDER_TARGETS)} or all")
+    p.add_argument("--out", type=Path, required=True, metavar="DIR", help="folder to write into")
+    p.add_argument("--dry-run", action="store_true", help="show what would be written, write nothing")
+    p.add_argument("--force", action="store_true", help="overwrite files that differ (hand edits are lost)")
+    p.add_argument("--json", action="store_true", help="machine-readable list of files and their status")
+    add_artifact_flags(p)
+    add_plan_flags(p)
+    p.set_defaults(run=run)
+
+
+def run(args: argparse.Namespace, env: Mapping[str, str], out: TextIO) -> int:
+    """Plan, then render."""
+    return run_render(args, plan_for(args, env), out)
 
 
 def options_from_args(args: argparse.Namespace) -> RenderOptions:
@@ -36,7 +57,7 @@ def options_from_args(args: argparse.Namespace) -> RenderOptions:
     )
 
 
-def run_render(args: argparse.Namespace, plan: Plan) -> int:
+def run_render(args: argparse.Namespace, plan: Plan, out: TextIO) -> int:
     """Render; refuse to clobber a changed file without --force (exit 2, naming it)."""
     files = compare(render(plan, options_from_args(args)), args.out, force=args.force)
     conflicts = [f.name for f in files if f.status == "changed"]
@@ -47,12 +68,12 @@ def run_render(args: argparse.Namespace, plan: Plan) -> int:
             "dry_run": args.dry_run,
             "files": [{"name": f.name, "status": f.status} for f in files],
         }
-        sys.stdout.write(envelope(report))
+        out.write(envelope(report))
     else:
         for f in files:
-            sys.stdout.write(f"{f.status:<10} {args.out / f.name}\n")
+            out.write(f"{f.status:<10} {args.out / f.name}\n")
             if args.dry_run and f.status != "unchanged":
-                sys.stdout.write("".join(f"    | {line}\n" for line in f.content.splitlines()))
+                out.write("".join(f"    | {line}\n" for line in f.content.splitlines()))
     if conflicts and not args.dry_run:
         raise BadInputError(
             f"{', '.join(conflicts)} in {args.out} differ from what would be rendered "

@@ -25,6 +25,24 @@ from verl_setup.matrix.load import load_matrix
 from verl_setup.output import envelope
 
 
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    """The verify flags: which environment, against what."""
+    where = p.add_mutually_exclusive_group()
+    where.add_argument("--prefix", type=Path, metavar="PATH", help="a venv (default $VIRTUAL_ENV, .venv)")
+    where.add_argument("--python", metavar="EXE", help="an interpreter")
+    p.add_argument("--lock", type=Path, metavar="FILE", help="compare with this lock")
+    p.add_argument("--row", metavar="ID", help="compare with a matrix row's pins (no manifest, no lock)")
+    p.add_argument("--matrix", type=Path, metavar="FILE", help="rows file for --row")
+    p.add_argument("--ray", metavar="ADDRESS", help="verify every alive node of this Ray cluster")
+    p.add_argument("--timeout", type=float, default=120.0, metavar="S", help="hard limit for --ray (120)")
+    p.add_argument("--no-import", action="store_true", help="skip the import probe")
+    p.add_argument(
+        "--import-timeout", type=float, default=900.0, metavar="S", help="for the import probe (900)"
+    )
+    p.add_argument("--json", action="store_true", help="machine-readable report (schema 1)")
+    p.set_defaults(run=run)
+
+
 def run(args: argparse.Namespace, env: Mapping[str, str], out: TextIO) -> int:
     """Verify; exit 5 with the differences when the environment does not match."""
     python = target_python(args.prefix, args.python, env)

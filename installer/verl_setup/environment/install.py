@@ -11,22 +11,25 @@ import contextlib
 import dataclasses
 import errno
 import json
-import os
-import shlex
 import signal
 import sys
 import time
-from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from types import FrameType
 from typing import Any, TextIO
 
 from verl_setup import __version__
-from verl_setup.environment.lock import Lock, read_lock
+from verl_setup.environment.install_job import (
+    INPUTS,
+    Command,
+    InstallOptions,
+    Job,
+    prepare,
+    uv_commands,
+    write_dry_run,
+)
 from verl_setup.environment.staging import (
-    Layout,
-    check_prefix,
     clean_leftovers,
     describe_os_error,
     install_lock,
@@ -45,73 +48,11 @@ from verl_setup.environment.verify import (
     verify_env,
 )
 from verl_setup.errors import InstallError
-from verl_setup.host.facts import PythonInterpreter
 from verl_setup.output import Progress
-from verl_setup.plan.make import PlanInputs
-from verl_setup.plan.recipe import Choice, Recipe, Step, recipe_for
-from verl_setup.plan.select import Plan
 from verl_setup.util.runner import Completed, ProgramError, stream
 
 VENV_TIMEOUT_S = 300.0
 INSTALL_TIMEOUT_S = 3600.0
-INPUTS = "verl-setup"  # folder inside the venv with the exact uv inputs used
-SOURCE_ORDER = ("uv-managed", "pyenv versions", "PATH")
-
-
-@dataclass(frozen=True, kw_only=True)
-class PythonChoice:
-    """The interpreter `uv venv --python` gets: a path, or a version for uv to find or download."""
-
-    request: str
-    version: str
-    source: str
-    warning: str | None = None
-    fallback: PythonChoice | None = None  # used when uv cannot find or download `request`
-
-
-def choose_python(wanted: str, found: Sequence[PythonInterpreter], *, downloads: bool) -> PythonChoice:
-    """The exact version: detected, else uv's (found or downloaded); the same minor only as a fallback."""
-    usable = [p for p in found if p.implementation == "cpython" and p.mismatch is None]
-    usable.sort(key=lambda p: SOURCE_ORDER.index(p.source) if p.source in SOURCE_ORDER else len(SOURCE_ORDER))
-    exact = [p for p in usable if p.version == wanted]
-    if exact:
-        return PythonChoice(request=exact[0].path, version=wanted, source=exact[0].source)
-    minor = ".".join(wanted.split(".")[:2])
-    same = sorted(
-        (p for p in usable if p.version.startswith(minor + ".")),
-        key=lambda p: tuple(int(x) for x in p.version.split(".") if x.isdigit()),
-    )
-    fallback = None
-    if same:
-        p = same[-1]
-        why = "uv could not get it" if downloads else "Python downloads are off"
-        fallback = PythonChoice(
-            request=p.path,
-            version=p.version,
-            source=p.source,
-            warning=(
-                f"Python {wanted} not available ({why}); using {p.version} ({p.path}, {p.source}). "
-                f"Ray refuses worker nodes whose Python patch differs from the head's: run {p.version} "
-                "on every node, or install the exact version"
-            ),
-        )
-    if downloads:
-        return PythonChoice(
-            request=wanted,
-            version=wanted,
-            source="uv (found, or downloaded as a managed Python)",
-            fallback=fallback,
-        )
-    if fallback is not None and wanted != minor:
-        return fallback
-    if fallback is not None:
-        return dataclasses.replace(fallback, warning=None)
-    exact_name = wanted if wanted != minor else f"{minor}.x"
-    raise InstallError(
-        f"no Python {minor} found (looked on PATH, in pyenv's versions folder and among uv-managed "
-        f"Pythons) and downloads are off (--no-python-downloads or UV_PYTHON_DOWNLOADS): install Python "
-        f"{exact_name} (`uv python install {wanted}` or `pyenv install {exact_name}`), or allow downloads"
-    )
 
 
 @contextlib.contextmanager
@@ -130,139 +71,6 @@ def _sigterm_unwinds() -> Iterator[None]:
         yield
     finally:
         signal.signal(signal.SIGTERM, previous)
-
-
-@dataclass(frozen=True, kw_only=True)
-class Command:
-    """One uv invocation of an install: its argv, extra environment, and the recipe step it runs."""
-
-    what: str
-    argv: list[str]
-    env: tuple[tuple[str, str], ...] = ()
-    step: Step | None = None
-
-
-def uv_commands(
-    uv: str, staging: Path, choice: PythonChoice, recipe: Recipe, lock: Lock | None
-) -> list[Command]:
-    """The exact uv commands an install runs, in the recipe's order."""
-    from verl_setup.environment.uv import sync_command, venv_command  # noqa: PLC0415
-
-    python_exe = str(staging / "bin" / "python")
-    commands = [Command(what="venv", argv=venv_command(uv, path=staging, python=choice.request))]
-    overrides = str(staging / INPUTS / "overrides.txt")
-    if lock is not None:
-        # Every distribution of a lock is a hashed wheel (flash-attn included, when a prebuilt
-        # wheel exists), so one sync installs them without building anything; a flash-attn that
-        # must be built against torch still comes after it, as in the recipe.
-        commands.append(
-            Command(
-                what="lock",
-                argv=sync_command(
-                    uv, python_exe=Path(python_exe), lock=lock.path.absolute(), index_url=lock.index_url
-                ),
-            )
-        )
-        built = [e.name for e in recipe.extensions if e.mode == "build"]
-        steps = [
-            s for s in recipe.steps if s.name in built or s.name.removesuffix("-build-requires") in built
-        ]
-    else:
-        steps = list(recipe.steps)
-    for step in steps:
-        argv = [uv, "pip", "install", "--python", python_exe, *step.pip_args(overrides)]
-        commands.append(Command(what=step.name, argv=argv, env=step.env, step=step))
-    return commands
-
-
-@dataclass(frozen=True, kw_only=True)
-class Job:
-    """Everything an install decided before touching the disk."""
-
-    plan: Plan
-    recipe: Recipe
-    lock: Lock | None
-    wanted: str
-    layout: Layout
-    choice: PythonChoice
-    staging: Path
-    commands: list[Command]
-    uv: str
-    uv_env: dict[str, str]
-    env: Mapping[str, str]
-    import_timeout: float | None
-
-
-@dataclass(frozen=True, kw_only=True)
-class InstallOptions:
-    """What `install` was asked to do (commands/install.py builds it from the flags)."""
-
-    plan: PlanInputs
-    prefix: Path
-    lock: Path | None = None
-    extensions: Mapping[str, Choice] = dataclasses.field(default_factory=dict)
-    python_downloads: bool = True
-    wait_s: float = 600.0
-    import_timeout: float | None = 900.0
-
-
-def prepare(options: InstallOptions, env: Mapping[str, str], progress: Progress) -> Job:
-    """Plan, make the recipe, check the prefix, choose the interpreter, build the uv commands."""
-    from verl_setup.environment.uv import find_uv, uv_env  # noqa: PLC0415
-    from verl_setup.host.pythons import detect_pythons  # noqa: PLC0415
-    from verl_setup.plan.make import make_plan  # noqa: PLC0415
-
-    lock = read_lock(options.lock) if options.lock else None
-    plan = make_plan(options.plan, env)
-    row = plan.row
-    engine = "no engine" if row.engine.name == "none" else f"{row.engine.name} {row.engine.version}"
-    if lock is None:
-        progress.step("plan", f"row {row.id} (verl {row.verl.version}, {engine}, torch {row.torch.version})")
-    else:
-        progress.step("plan", f"lock {lock.path.name}: row {lock.row_id}, Python {lock.python}")
-        if lock.row_id != row.id:
-            progress.say(f"warning: the lock is for row {lock.row_id}; this machine's plan selects {row.id}")
-    if plan.needs_forward_compat:
-        raise InstallError(
-            f"row {row.id} runs on driver {plan.target.driver.value} only through CUDA forward "
-            "compatibility, which works inside the image `verl-setup render docker --policy forward` "
-            "makes, not in a venv on this host; nothing was changed"
-        )
-    requests = options.extensions if lock is None else lock.requests(options.extensions)
-    recipe = recipe_for(plan, requests, env)
-    for warning in (*plan.warnings, *recipe.warnings):
-        progress.say(f"warning: {warning}")
-    wanted = lock.python if lock else plan.python
-    prefix = Path(options.prefix).expanduser().absolute()
-    prefix = prefix.resolve() if prefix.is_symlink() else prefix
-    check_prefix(prefix)
-    uv = find_uv()
-    found = (  # planning already detected this machine's interpreters, unless it read a host file
-        plan.target.host_pythons
-        if plan.target.local
-        else detect_pythons(env.get("PATH", os.defpath), Path(env.get("HOME") or Path.home()), dict(env))
-    )
-    downloads = options.python_downloads and env.get("UV_PYTHON_DOWNLOADS") not in ("never", "manual")
-    choice = choose_python(wanted, found, downloads=downloads)
-    progress.step("python", f"{choice.version} from {choice.source} ({choice.request})")
-    if choice.warning:
-        progress.say(f"warning: {choice.warning}")
-    layout = Layout(prefix=prefix)
-    staging = layout.staging(os.getpid())
-    return Job(
-        plan=plan,
-        recipe=recipe,
-        lock=lock,
-        wanted=wanted,
-        layout=layout,
-        choice=choice,
-        staging=staging,
-        commands=uv_commands(uv, staging, choice, recipe, lock),
-        uv=uv,
-        uv_env=uv_env(python_downloads=downloads, base=env),
-        env=env,
-        import_timeout=options.import_timeout,
-    )
 
 
 def build(job: Job, progress: Progress) -> tuple[Job, dict[str, Any], Report]:
@@ -417,20 +225,6 @@ def _works_at(prefix: Path) -> None:
     if out.returncode != 0 or Path(out.stdout.strip()) != prefix:
         found = out.stdout.strip() or last_line(out.stderr)
         raise InstallError(f"the new environment does not run at {prefix} ({found})")
-
-
-def write_dry_run(job: Job, out: TextIO) -> None:
-    """Print what an install would run, changing nothing."""
-    row = job.plan.row
-    what = f"row {row.id}" if job.lock is None else f"lock {job.lock.path} (row {job.lock.row_id})"
-    out.write(f"# install {what} into {job.layout.prefix} (dry run: nothing is changed)\n")
-    for warning in job.recipe.warnings:
-        out.write(f"# warning: {warning}\n")
-    for command in job.commands:
-        env = "".join(f"{k}={shlex.quote(v)} " for k, v in command.env)
-        out.write(f"# {command.what}: {command.step.title if command.step else ''}\n".replace(": \n", "\n"))
-        out.write(env + shlex.join(command.argv) + "\n")
-    out.write(f"# then: verify, write {MANIFEST}, swap {job.staging.name} into {job.layout.prefix}\n")
 
 
 def install(

@@ -19,7 +19,8 @@ from packaging.version import InvalidVersion, Version
 from verl_setup.environment.lock import Lock
 from verl_setup.environment.probe import ProbeResult
 from verl_setup.errors import BadInputError, CheckFailedError
-from verl_setup.util.runner import ProgramError, stream
+from verl_setup.host.interpreter import Answer, NoAnswer, answer_from_json, ask
+from verl_setup.scripts.interpreter import FUNCTION
 from verl_setup.util.vocab import ROLLOUT_ENGINES
 
 MANIFEST = "verl-setup.json"
@@ -37,32 +38,9 @@ CONFLICTS = (
 NO_LONGER_CONFLICTS = {"pynvml": Version("12")}
 Kind = Literal["missing", "replaced", "changed", "harmful", "duplicate", "python", "unreachable"]
 
-# Runs in the target interpreter (and in each Ray node's workers): standard library only.
-PROBE_FUNCTION = r"""
-def _probe():
-    import importlib.metadata as md, os, platform, socket, sys
-    def full(info):
-        v = "%d.%d.%d" % (info.major, info.minor, info.micro)
-        return v if info.releaselevel == "final" else v + info.releaselevel[0] + str(info.serial)
-    dists = []
-    for d in md.distributions():
-        name = d.metadata["Name"]
-        if name:
-            dists.append([name, d.version, str(d.locate_file(""))])
-    markers = {
-        "implementation_name": sys.implementation.name,
-        "implementation_version": full(sys.implementation.version),
-        "os_name": os.name, "platform_machine": platform.machine(),
-        "platform_release": platform.release(), "platform_system": platform.system(),
-        "platform_version": platform.version(), "python_full_version": platform.python_version(),
-        "platform_python_implementation": platform.python_implementation(),
-        "python_version": ".".join(platform.python_version_tuple()[:2]), "sys_platform": sys.platform,
-    }
-    return {"python": full(sys.version_info), "executable": sys.executable, "prefix": sys.prefix,
-            "platform": sys.platform + "-" + platform.machine(), "hostname": socket.gethostname(),
-            "markers": markers, "distributions": dists}
-"""
-_LOCAL_PROBE = PROBE_FUNCTION + "import json, sys\nsys.stdout.write(json.dumps(_probe()))\n"
+# What verify asks an interpreter (host/interpreter.py), here and in each Ray node's workers.
+PROBE_PARTS = ("markers",)
+PROBE_FUNCTION = FUNCTION + f"def _probe():\n    return _interrogate({PROBE_PARTS!r}, '*')\n"
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -87,13 +65,26 @@ class Snapshot:
     dists: tuple[Dist, ...]
 
     @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> Snapshot:
-        """Build from the probe's output."""
+    def from_answer(cls, answer: Answer) -> Snapshot:
+        """What the interpreter probe said, every distribution canonically named."""
         dists = tuple(
-            Dist(name=canonicalize_name(n), version=v, location=loc) for n, v, loc in data["distributions"]
+            Dist(name=canonicalize_name(d.name), version=d.version, location=d.location)
+            for d in answer.distributions
         )
-        fields = ("python", "executable", "prefix", "platform", "hostname")
-        return cls(**{k: str(data[k]) for k in fields}, markers=dict(data["markers"]), dists=dists)
+        return cls(
+            python=answer.full_version,
+            executable=answer.executable,
+            prefix=answer.prefix,
+            platform=str(answer.platform),
+            hostname=str(answer.hostname),
+            markers=answer.markers,
+            dists=dists,
+        )
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> Snapshot:
+        """From the probe function's own output (what a Ray node sends back)."""
+        return cls.from_answer(answer_from_json(str(data.get("executable", "?")), data))
 
     def versions(self) -> dict[str, str]:
         """name -> version of the copy import would use (the first on sys.path)."""
@@ -234,12 +225,12 @@ def same_version(found: str | None, expected: str) -> bool:
 def probe(python: Path, env: Mapping[str, str] | None = None) -> Snapshot:
     """Ask the interpreter what it has installed (no package is imported)."""
     try:
-        out = stream([str(python), "-c", _LOCAL_PROBE], timeout=PROBE_TIMEOUT_S, env=env)
-    except ProgramError as exc:
-        raise CheckFailedError(f"cannot run {python}: {exc}") from exc
-    if out.returncode != 0:
-        raise CheckFailedError(f"{python} could not list its distributions: {last_line(out.stderr)}")
-    return Snapshot.from_json(json.loads(out.stdout))
+        answer = ask(
+            python, timeout=PROBE_TIMEOUT_S, env=env, parts=PROBE_PARTS, distributions="*", tied=True
+        )
+    except NoAnswer as exc:
+        raise CheckFailedError(str(exc)) from exc
+    return Snapshot.from_answer(answer)
 
 
 def last_line(text: str) -> str:

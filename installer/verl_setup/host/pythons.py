@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 import re
 from collections.abc import Iterator
@@ -10,35 +9,17 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from verl_setup.host.facts import PythonInterpreter
-from verl_setup.util.runner import ProgramError, run
+from verl_setup.host.interpreter import NoAnswer, ask, shim_folder
 
 PY_TIMEOUT = 5.0
 
-# Runs inside each interpreter (Python 2 compatible, so an old `python` on PATH still answers).
-# /proc/self/maps names the libpython actually loaded, which LD_LIBRARY_PATH can swap.
-_CHILD = (
-    "import sys, json\n"
-    "lib = None\n"
-    "try:\n"
-    "    for line in open('/proc/self/maps'):\n"
-    "        parts = line.split()\n"
-    "        if len(parts) > 5 and 'libpython' in parts[-1]:\n"
-    "            lib = parts[-1]; break\n"
-    "except Exception:\n"
-    "    pass\n"
-    "impl = getattr(getattr(sys, 'implementation', None), 'name', 'cpython')\n"
-    "sys.stdout.write(json.dumps({'version': '%d.%d.%d' % tuple(sys.version_info[:3]),"
-    " 'implementation': impl, 'libpython': lib}))\n"
-)
 _NAME_RE = re.compile(r"^python(3(\.\d+)?)?$")
 
 
 def candidates(path_env: str, home: Path, env: dict[str, str]) -> Iterator[tuple[Path, str]]:
     """Yield (executable, source) for every interpreter we can see, PATH first."""
     for folder in path_env.split(os.pathsep):
-        # pyenv's shims re-dispatch to pyenv (slow, and exit 127 for inactive versions); the
-        # versions folder below reaches the same interpreters directly.
-        if not folder or folder.rstrip("/").endswith("shims"):
+        if not folder or shim_folder(folder):  # pyenv's versions folder below has the same ones
             continue
         try:
             entries = sorted(Path(folder).iterdir())
@@ -56,33 +37,18 @@ def candidates(path_env: str, home: Path, env: dict[str, str]) -> Iterator[tuple
 
 
 def interrogate(exe: Path, source: str) -> PythonInterpreter | None:
-    """Ask one interpreter for its runtime version and its `--version` answer."""
+    """Ask one interpreter for its runtime version and its `--version` answer (None: no answer)."""
     try:
-        child = run([str(exe), "-c", _CHILD], timeout=PY_TIMEOUT)
-        flag = run([str(exe), "--version"], timeout=PY_TIMEOUT)
-    except ProgramError:
+        answer = ask(exe, timeout=PY_TIMEOUT)
+    except NoAnswer:
         return None
-    if child.returncode != 0:
-        return None
-    try:
-        data = json.loads(child.stdout)
-    except json.JSONDecodeError:
-        return None
-    m = re.search(r"Python (\S+)", flag.stdout + flag.stderr)
-    version_flag = m[1] if m else None
-    mismatch = None
-    if version_flag and version_flag != data["version"]:
-        mismatch = (
-            f"`{exe.name} --version` says {version_flag} but the running libpython is "
-            f"{data['version']}" + (f" ({data['libpython']})" if data["libpython"] else "")
-        )
     return PythonInterpreter(
         path=str(exe),
-        version=data["version"],
-        implementation=data["implementation"],
-        version_flag=version_flag,
-        libpython=data["libpython"],
-        mismatch=mismatch,
+        version=answer.version,
+        implementation=answer.implementation,
+        version_flag=answer.version_flag,
+        libpython=answer.libpython,
+        mismatch=answer.mismatch,
         source=source,
     )
 

@@ -11,8 +11,17 @@ from verl_setup.errors import NoCompatibleRowError
 from verl_setup.matrix.load import Matrix
 from verl_setup.matrix.proof import rank
 from verl_setup.matrix.schema import Row, Unfit
-from verl_setup.plan.target import GpuSpec, Target
-from verl_setup.util.versions import DriverVersion, fmt, parse_minor
+from verl_setup.plan.fit import (
+    driver_floor,
+    driver_reasons,
+    host_reasons,
+    matches_prefix,
+    relies_on_forward_compat,
+    request_reasons,
+    version_tuple,
+)
+from verl_setup.plan.target import Target
+from verl_setup.util.versions import DriverVersion, fmt
 
 PLAN_SCHEMA = 1
 
@@ -112,7 +121,7 @@ def select(target: Target, matrix: Matrix) -> Plan:
 def rejection_of(row: Row, target: Target, matrix: Matrix) -> Rejection | None:
     """Why `row` does not fit, with what would have to change; None when it fits."""
     asked = request_reasons(row, target)
-    driver = _driver_reasons(row, target, matrix) if _gpu_row_on_gpu_host(row, target) else []
+    driver = driver_reasons(row, target, matrix) if _gpu_row_on_gpu_host(row, target) else []
     host = host_reasons(row, target, matrix)
     if not asked and not host:
         return None
@@ -122,7 +131,7 @@ def rejection_of(row: Row, target: Target, matrix: Matrix) -> Rejection | None:
         id=row.id,
         reasons=tuple(asked + host),
         off_request=any(not r.startswith("Python ") for r in asked),
-        driver_needed=_driver_floor(row, target, matrix) if driver else None,
+        driver_needed=driver_floor(row, target, matrix) if driver else None,
         python_change=python,
         hardware_change=bool(hardware),
     )
@@ -138,7 +147,7 @@ def _unfit_for(target: Target, matrix: Matrix) -> tuple[Unfit, ...]:
         u
         for u in matrix.rows_file.unfit
         if u.engine == target.engine.value
-        and (not target.verl.value or _matches_prefix(u.verl, target.verl.value))
+        and (not target.verl.value or matches_prefix(u.verl, target.verl.value))
     )
 
 
@@ -164,166 +173,6 @@ def _release(version: str) -> float:
     """A sortable number for a version (newest verl first)."""
     release = (*Version(version).release, 0, 0, 0)
     return release[0] * 1e6 + release[1] * 1e3 + release[2]
-
-
-def request_reasons(row: Row, target: Target) -> list[str]:
-    """How `row` differs from what the user asked for (verl, engine, Python)."""
-    reasons = []
-    if row.deprecated:
-        reasons.append("deprecated row")
-    if target.verl.value and not _matches_prefix(row.verl.version, target.verl.value):
-        reasons.append(f"verl {row.verl.version} is not the requested {target.verl.value}")
-    if target.engine.value and row.engine.name != target.engine.value:
-        reasons.append(f"engine {row.engine.name} is not the requested {target.engine.value}")
-    if row.backend != target.backend.value:
-        how = "requested" if target.backend.source != "default" else "default (ask with --backend)"
-        reasons.append(f"training backend {row.backend}, not the {how} {target.backend.value}")
-    wanted = target.python.value
-    if wanted is not None and fmt(wanted[:2]) not in row.python.supported:
-        reasons.append(f"Python {fmt(wanted)} requested, row supports {', '.join(row.python.supported)}")
-    return reasons
-
-
-def host_reasons(row: Row, target: Target, matrix: Matrix) -> list[str]:
-    """Every requirement of `row` the machine fails."""
-    reasons = []
-    req = row.requires
-    if target.arch.value is not None and target.arch.value not in req.arch:
-        reasons.append(f"platform {' or '.join(req.arch)} needed, host is {target.arch.value}")
-    glibc = target.glibc.value
-    if glibc and _version_tuple(glibc) < _version_tuple(req.glibc):
-        reasons.append(f"glibc >= {req.glibc} needed, host has {glibc}")
-    has_gpu = target.driver.value is not None or bool(target.gpus.value)
-    if not req.gpu:
-        if has_gpu and target.engine.value != "none":
-            reasons.append(
-                "CPU-only development row, and this machine has an NVIDIA GPU (ask with --engine none)"
-            )
-        return reasons
-    if not has_gpu:
-        reasons.append(
-            "needs an NVIDIA GPU and driver; none found (plan for another machine with --driver and --gpu)"
-        )
-        return reasons
-    reasons += _driver_reasons(row, target, matrix)
-    reasons += _gpu_reasons(row, target.gpus.value, matrix)
-    return reasons
-
-
-def _driver_reasons(row: Row, target: Target, matrix: Matrix) -> list[str]:
-    driver, req = target.driver.value, row.requires
-    if driver is None or req.driver is None or req.cuda is None:
-        return []
-    reasons = _architecture_floor_reasons(target, matrix)
-    needed_family = matrix.cuda.family_floor(req.cuda)
-    major = req.cuda.split(".")[0]
-    if needed_family is not None and driver < needed_family:
-        if target.policy.value == "forward":
-            why_not = forward_compat_refusal(req.cuda, target, matrix)
-            return reasons + ([why_not] if why_not else [])
-        return [
-            *reasons,
-            f"driver >= {needed_family} needed for any CUDA {major}.x (this row uses {req.cuda}), "
-            f"host has {driver}",
-        ]
-    if target.policy.value == "strict":
-        strict = DriverVersion.parse(req.driver.strict)
-        if driver < strict:
-            reasons.append(
-                f"driver >= {strict} needed for full CUDA {req.cuda} support (policy strict), "
-                f"host has {driver}"
-            )
-    else:
-        compat = DriverVersion.parse(req.driver.compat)
-        if driver < compat:
-            reasons.append(f"driver >= {compat} needed (policy {target.policy.value}), host has {driver}")
-    return reasons
-
-
-def _architecture_floor_reasons(target: Target, matrix: Matrix) -> list[str]:
-    """A GPU newer than the driver: no row runs, whatever its CUDA (the architecture's floor)."""
-    driver, reasons = target.driver.value, []
-    for gpu in _distinct(target.gpus.value):
-        arch = matrix.cuda.architecture(gpu.compute_capability)
-        if driver is not None and arch and arch.min_driver and driver < DriverVersion.parse(arch.min_driver):
-            reasons.append(
-                f"GPU {gpu.name!r} ({arch.name}) needs driver >= {arch.min_driver} at all, host has {driver}"
-            )
-    return reasons
-
-
-def _driver_floor(row: Row, target: Target, matrix: Matrix) -> DriverVersion | None:
-    """The lowest driver with which `row` fits under the target's policy (for ranking)."""
-    req = row.requires
-    if req.driver is None or req.cuda is None:
-        return None
-    floors = [
-        DriverVersion.parse(req.driver.strict if target.policy.value == "strict" else req.driver.compat)
-    ]
-    for gpu in _distinct(target.gpus.value):
-        arch = matrix.cuda.architecture(gpu.compute_capability)
-        if arch and arch.min_driver:
-            floors.append(DriverVersion.parse(arch.min_driver))
-    return max(floors)
-
-
-def forward_compat_refusal(cuda: str, target: Target, matrix: Matrix) -> str | None:
-    """Why CUDA forward compatibility cannot carry `cuda` on this target; None when it can."""
-    facts, driver = matrix.cuda.facts.forward_compat, target.driver.value
-    major = cuda.split(".", maxsplit=1)[0]
-    if facts is None or driver is None:
-        return f"policy forward: the matrix has no forward-compatibility facts for CUDA {major}"
-    branches = facts.branches.get(major, ())
-    branch = str(driver.major)
-    if branch not in branches:
-        listed = ", ".join(f"R{b}" for b in branches) or "none"
-        return (
-            f"policy forward: driver branch R{branch} is not one NVIDIA supports forward compatibility "
-            f"to CUDA {major} on (supported: {listed}; source {facts.source} in cuda.yaml)"
-        )
-    not_dc = [g.name for g in _distinct(target.gpus.value) if not matrix.cuda.is_data_center(g.name)]
-    if not target.gpus.value:
-        return (
-            "policy forward: the GPU model is unknown, and forward compatibility is for data-center GPUs only"
-        )
-    if not_dc:
-        return (
-            f"policy forward: GPU {not_dc[0]!r} is not a data-center GPU, and forward compatibility is for "
-            "data-center GPUs only (NVIDIA's CUDA Compatibility guide)"
-        )
-    return None
-
-
-def _gpu_reasons(row: Row, gpus: tuple[GpuSpec, ...], matrix: Matrix) -> list[str]:
-    cc_range, reasons = row.requires.compute_capability, []
-    if cc_range is None or row.requires.cuda is None:
-        return []
-    low, high = parse_minor(cc_range.min, "sm"), parse_minor(cc_range.max, "sm")
-    for gpu in _distinct(gpus):
-        cc = parse_minor(gpu.compute_capability, "sm")
-        arch = matrix.cuda.architecture(gpu.compute_capability)
-        if cc < low:
-            reasons.append(
-                f"compute capability >= {cc_range.min} needed, GPU {gpu.name!r} is {gpu.compute_capability}"
-            )
-        elif arch and parse_minor(arch.first_cuda, "CUDA") > parse_minor(row.requires.cuda, "CUDA"):
-            reasons.append(
-                f"GPU {gpu.name!r} ({arch.name}, sm {gpu.compute_capability}) needs CUDA >= "
-                f"{arch.first_cuda}, row is built with {row.requires.cuda}"
-            )
-        elif cc > high:
-            reasons.append(
-                f"compute capability <= {cc_range.max} supported by this row's builds, "
-                f"GPU {gpu.name!r} is {gpu.compute_capability}"
-            )
-    return reasons
-
-
-def _distinct(gpus: tuple[GpuSpec, ...]) -> list[GpuSpec]:
-    seen: dict[tuple[str, str], GpuSpec] = {}
-    for gpu in gpus:
-        seen.setdefault((gpu.name, gpu.compute_capability), gpu)
-    return list(seen.values())
 
 
 def _warnings(row: Row, target: Target, matrix: Matrix) -> list[str]:
@@ -362,13 +211,6 @@ def _warnings(row: Row, target: Target, matrix: Matrix) -> list[str]:
         if not issue.python or minor in issue.python:
             out.append(f"known issue: {issue.summary} (source: {issue.source})")
     return out
-
-
-def relies_on_forward_compat(row: Row, target: Target, matrix: Matrix) -> bool:
-    """--policy forward, and the driver is below the row's CUDA family floor."""
-    req, driver = row.requires, target.driver.value
-    family = matrix.cuda.family_floor(req.cuda) if req.cuda else None
-    return target.policy.value == "forward" and driver is not None and family is not None and driver < family
 
 
 def _forward_warnings(row: Row, target: Target, matrix: Matrix) -> list[str]:
@@ -421,7 +263,7 @@ def _python_for(row: Row, target: Target) -> tuple[str, list[str]]:
         return row.python.recommended, []
     on_host = sorted(
         (p.version for p in target.host_pythons if p.version.startswith(fmt(wanted) + ".")),
-        key=_version_tuple,
+        key=version_tuple,
     )
     if on_host:
         return on_host[-1], [f"Python {fmt(wanted)} pinned to {on_host[-1]}, the newest found on this host"]
@@ -429,15 +271,6 @@ def _python_for(row: Row, target: Target) -> tuple[str, list[str]]:
         f"no exact Python {fmt(wanted)}.x pinned: uv will pick the newest; pass --python {fmt(wanted)}.Z "
         "so every Ray node runs the same patch"
     ]
-
-
-def _matches_prefix(version: str, prefix: str) -> bool:
-    wanted = prefix.split(".")
-    return Version(version).base_version.split(".")[: len(wanted)] == wanted
-
-
-def _version_tuple(text: str) -> tuple[int, ...]:
-    return tuple(int(p) for p in text.split(".") if p.isdigit())
 
 
 def _no_fit_message(rejected: list[Rejection], matrix: Matrix, unfit: tuple[Unfit, ...] = ()) -> str:

@@ -13,11 +13,11 @@ from pathlib import Path
 from typing import Any, Literal
 
 from verl_setup import __version__
-from verl_setup.environment.probe import CHILD as PROBE_CODE
 from verl_setup.errors import BadInputError
 from verl_setup.plan.recipe import Choice, Recipe, build_recipe
 from verl_setup.plan.select import Plan
 from verl_setup.render.values import EnvVar, environment, forward_compat, nvidia_require_cuda
+from verl_setup.scripts.import_probe import CHILD as PROBE_CODE
 from verl_setup.util.paths import data_dir
 from verl_setup.util.vocab import RENDER_TARGETS, suggest
 

@@ -70,6 +70,9 @@ def check_collective(ctx: Context) -> CheckResult:
 
 def judge(ctx: Context, report: dict[str, Any], evidence: list[Evidence]) -> CheckResult:
     """Findings from the child's report (separate so the rules read without a cluster)."""
+    if report.get("init_error"):  # Ray did not start, or did not join the cluster
+        message = f"the collective probe crashed: {report['init_error']}"
+        return fold(ID, [Finding(status="fail", message=message)], evidence, ok="")
     if "backend" not in report and report.get("error"):
         return skip(ID, f"cannot run the collective: {report['error']}")
     world = int(report.get("world", 0))

@@ -44,12 +44,12 @@ def check_cuda(ctx: Context) -> CheckResult:
         evidence.append(Evidence(name="driver CUDA", value=driver.cuda, source=str(driver.cuda_source)))
     cuda, how = _torch_cuda(ctx)
     evidence.append(Evidence(name="torch CUDA", value=str(cuda), source=how))
-    findings = driver_vs_torch(rules, drv, cuda, how) if cuda else []
-    findings += _toolkits(ctx, rules, drv, evidence)
-    findings += _cudart(ctx, cuda, evidence)
-    findings += _forward_compat(ctx, drv, evidence)
+    others = _toolkits(ctx, rules, drv, evidence)
+    others += _cudart(ctx, cuda, evidence)
+    others += _forward_compat(ctx, drv, evidence)
     # Which libcuda really loads matters where a compat library exists or the driver is too old.
     floor = rules.family_floor(cuda) if cuda else None
+    below = cuda is not None and (floor is None or drv < floor)
     compat_seen = any(e.name == "forward compat" for e in evidence)
     target, _ = ctx.target
     loaded = (
@@ -59,6 +59,9 @@ def check_cuda(ctx: Context) -> CheckResult:
     )
     if loaded is not None:
         evidence.append(Evidence(name="libcuda loaded", value=loaded[0], source="/proc/self/maps of a child"))
+    findings = driver_vs_torch(rules, drv, cuda, how, loaded) if cuda else []
+    findings += others
+    if loaded is not None and not below:  # below the floor, driver_vs_torch judged the loaded libcuda
         findings += compat_in_use(loaded, rules, drv, cuda)
     findings += _te_build_needs(ctx, evidence)
     return fold(ID, findings, evidence, ok=f"driver {drv}")
@@ -101,29 +104,45 @@ def compat_in_use(
     loaded: tuple[str, int | None], rules: CudaRules, drv: DriverVersion, cuda: str | None
 ) -> list[Finding]:
     """Forward compatibility works only if the compat libcuda is the one loaded."""
-    path, api = loaded
-    compat = "/compat/" in path
-    api_text = f"{api // 1000}.{api % 1000 // 10}" if api else None
     floor = rules.family_floor(cuda) if cuda else None
-    if compat:
+    if "/compat/" in loaded[0]:
         return [
             Finding(
                 status="pass",
-                message=f"the forward-compatibility libcuda is loaded ({path}, driver API {api_text}): "
+                message=f"the forward-compatibility libcuda is loaded ({_libcuda(loaded)}): "
                 f"CUDA {cuda} runs over kernel driver {drv} (data-center GPUs only)",
             )
         ]
     if floor is not None and drv < floor:
-        return [
-            Finding(
-                status="fail",
-                message=f"the loaded libcuda is the host driver's ({path}, driver API {api_text}), too old "
-                f"for CUDA {cuda}; no forward-compatibility library is loaded",
-                remedy="run inside the image `verl-setup render docker --policy forward` makes (it installs "
-                "cuda-compat and puts its folder first on LD_LIBRARY_PATH), or upgrade the driver",
-            )
-        ]
+        return [below_family_floor(rules, drv, str(cuda), loaded)]
     return []
+
+
+def _libcuda(loaded: tuple[str, int | None]) -> str:
+    path, api = loaded
+    return f"{path}, driver API {f'{api // 1000}.{api % 1000 // 10}' if api else None}"
+
+
+def below_family_floor(
+    rules: CudaRules, drv: DriverVersion, cuda: str, loaded: tuple[str, int | None] | None
+) -> Finding:
+    """The driver is below the CUDA family's floor and no forward-compatibility libcuda is loaded."""
+    floor, full = rules.family_floor(cuda), rules.full_support(cuda)
+    where = (
+        ""
+        if loaded is None
+        else f"; the loaded libcuda is the host driver's ({_libcuda(loaded)}), not a forward-compat one"
+    )
+    return Finding(
+        status="fail",
+        message=f"driver {drv} cannot run CUDA {cuda} under the compat or strict policy (the CUDA "
+        f"{cuda.split('.', maxsplit=1)[0]}.x family needs >= {floor}): torch fails with 'CUDA driver "
+        f"version is insufficient for CUDA runtime version'{where}",
+        remedy=f"upgrade the driver to >= {full or floor}, install a torch built for CUDA <= "
+        f"{rules.newest_cuda(drv)} (`verl-setup plan` picks one), or on a data-center GPU run inside the "
+        "image `verl-setup render docker --policy forward` makes (it installs cuda-compat and puts its "
+        "folder first on LD_LIBRARY_PATH)",
+    )
 
 
 def _te_build_needs(ctx: Context, evidence: list[Evidence]) -> list[Finding]:
@@ -191,20 +210,16 @@ def _torch_cuda(ctx: Context) -> tuple[str | None, str]:
     return None, "no torch installed and no row to plan from"
 
 
-def driver_vs_torch(rules: CudaRules, drv: DriverVersion, cuda: str, how: str) -> list[Finding]:
+def driver_vs_torch(
+    rules: CudaRules, drv: DriverVersion, cuda: str, how: str, loaded: tuple[str, int | None] | None = None
+) -> list[Finding]:
+    """The driver against torch's CUDA under both policies; below the family floor only a loaded
+    forward-compatibility libcuda (`loaded`: what a child process really maps) runs it."""
     floor, full = rules.family_floor(cuda), rules.full_support(cuda)
-    newest = rules.newest_cuda(drv)
     if floor is None or drv < floor:
-        return [
-            Finding(
-                status="fail",
-                message=f"driver {drv} cannot run CUDA {cuda} under either policy (the CUDA "
-                f"{cuda.split('.', maxsplit=1)[0]}.x family needs >= {floor}): torch fails with 'CUDA driver "
-                "version is insufficient for CUDA runtime version'",
-                remedy=f"upgrade the driver to >= {full or floor}, or install a torch built for CUDA "
-                f"<= {newest} (`verl-setup plan` picks one)",
-            )
-        ]
+        if loaded is not None and "/compat/" in loaded[0]:
+            return compat_in_use(loaded, rules, drv, cuda)
+        return [below_family_floor(rules, drv, cuda, loaded)]
     if full is not None and drv < full:
         return [
             Finding(

@@ -8,13 +8,17 @@ its hard timeout passes; every wait here has its own shorter timeout.
 
 from __future__ import annotations
 
-import json
 import os
 import socket
 import sys
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from verl_setup.doctor.probes.ray_script import failure, run
+else:  # run as a script in the target env: this folder is first on sys.path
+    from ray_script import failure, run
 
 PREFIXES = ("NCCL_", "GLOO_", "MASTER_", "TORCH_")
 
@@ -84,63 +88,56 @@ def member(rank: int, world: int, backend: str, seconds: float, paths: list[str]
     return Member
 
 
-def main() -> None:
-    args = json.loads(sys.argv[1])
+def collective(args: dict[str, Any], out: dict[str, Any]) -> None:
+    """One actor per GPU (or per node without GPUs) joins the group, all-reduces and all-gathers."""
     seconds = float(args["timeout"])
-    out: dict[str, Any] = {"python": sys.executable}
-    try:
-        import ray  # noqa: PLC0415
-        import torch  # noqa: PLC0415, F401  # fail here, not in every actor
-        from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy  # noqa: PLC0415
-    except ImportError as exc:
-        out["error"] = f"cannot import {exc.name}: {exc}"
-        sys.stdout.write(json.dumps(out))
-        return
+    out["python"] = sys.executable
+    import ray  # noqa: PLC0415
+    import torch  # noqa: PLC0415, F401  # fail here, not in every actor
+    from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy  # noqa: PLC0415
+
     address = args.get("address")
-    if address:
-        ray.init(address=address, log_to_driver=False)
-    else:
-        ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, _temp_dir=args["temp_dir"])
     try:
-        nodes = [n for n in ray.nodes() if n.get("Alive")]  # type: ignore[no-untyped-call]
-        gpu = any(n.get("Resources", {}).get("GPU", 0) >= 1 for n in nodes) and not args.get("gloo")
-        places: list[str] = []
-        for node in nodes:
-            gpus = int(node.get("Resources", {}).get("GPU", 0))
-            places += [node["NodeID"]] * (gpus if gpu else 1)
-        backend = "nccl" if gpu else "gloo"
-        world = len(places)
-        out.update(backend=backend, world=world, nodes=len(nodes))
-        actors = []
-        for rank, node_id in enumerate(places):
-            cls = member(rank, world, backend, seconds, list(args.get("paths") or []))
-            options: dict[str, Any] = {
-                "scheduling_strategy": NodeAffinitySchedulingStrategy(node_id=node_id, soft=False)
-            }
-            if backend == "nccl":
-                options["num_gpus"] = 1
-            actors.append(cls.options(**options).remote())
-        out["members"] = ray.get([a.hello.remote() for a in actors], timeout=seconds)
-        master = out["members"][0]["node_ip"]
-        port = int(os.environ.get("MASTER_PORT") or ray.get(actors[0].free_port.remote(), timeout=seconds))
-        out["master"] = f"{master}:{port}"
-        refs = [a.run.remote(master, port) for a in actors]
-        ready, _ = ray.wait(refs, num_returns=len(refs), timeout=seconds + 10)
-        out["results"] = [
-            ray.get(ref)
-            if ref in ready
-            else {"rank": rank, "ok": False, "error": "hung: no answer", "seconds": seconds + 10}
-            for rank, ref in enumerate(refs)
-        ]
-        for actor in actors:
-            ray.kill(actor)
-    except Exception as exc:  # noqa: BLE001  # a placement or Ray failure is the finding
-        out["error"] = f"{type(exc).__name__}: {str(exc).strip()[:500]}"
-    finally:
-        ray.shutdown()
-    sys.stdout.write(json.dumps(out))
-    sys.stdout.flush()
+        if address:
+            ray.init(address=address, log_to_driver=False)
+        else:
+            ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, _temp_dir=args["temp_dir"])
+    except Exception as exc:  # noqa: BLE001  # Ray that cannot start or join fails the check
+        out["init_error"] = failure(exc)
+        return
+    nodes = [n for n in ray.nodes() if n.get("Alive")]  # type: ignore[no-untyped-call]
+    gpu = any(n.get("Resources", {}).get("GPU", 0) >= 1 for n in nodes) and not args.get("gloo")
+    places: list[str] = []
+    for node in nodes:
+        gpus = int(node.get("Resources", {}).get("GPU", 0))
+        places += [node["NodeID"]] * (gpus if gpu else 1)
+    backend = "nccl" if gpu else "gloo"
+    world = len(places)
+    out.update(backend=backend, world=world, nodes=len(nodes))
+    actors = []
+    for rank, node_id in enumerate(places):
+        cls = member(rank, world, backend, seconds, list(args.get("paths") or []))
+        options: dict[str, Any] = {
+            "scheduling_strategy": NodeAffinitySchedulingStrategy(node_id=node_id, soft=False)
+        }
+        if backend == "nccl":
+            options["num_gpus"] = 1
+        actors.append(cls.options(**options).remote())
+    out["members"] = ray.get([a.hello.remote() for a in actors], timeout=seconds)
+    master = out["members"][0]["node_ip"]
+    port = int(os.environ.get("MASTER_PORT") or ray.get(actors[0].free_port.remote(), timeout=seconds))
+    out["master"] = f"{master}:{port}"
+    refs = [a.run.remote(master, port) for a in actors]
+    ready, _ = ray.wait(refs, num_returns=len(refs), timeout=seconds + 10)
+    out["results"] = [
+        ray.get(ref)
+        if ref in ready
+        else {"rank": rank, "ok": False, "error": "hung: no answer", "seconds": seconds + 10}
+        for rank, ref in enumerate(refs)
+    ]
+    for actor in actors:
+        ray.kill(actor)
 
 
 if __name__ == "__main__":
-    main()
+    run(collective)

@@ -6,16 +6,17 @@ Everything is read by asking that interpreter in a child process (importlib.meta
 
 from __future__ import annotations
 
-import json
 import os
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from packaging.utils import canonicalize_name
+
 from verl_setup.errors import BadInputError
 from verl_setup.host.facts import PythonInterpreter
-from verl_setup.util.runner import ProgramError, run
+from verl_setup.host.interpreter import NoAnswer, ask, shim_folder
 
 PROBE_TIMEOUT = 15.0
 
@@ -25,38 +26,6 @@ WANTED = (
     "flash-attn", "flashinfer-python", "tensordict", "nvidia-cuda-runtime-cu12",
     "nvidia-cuda-runtime", "cuda-toolkit",
 )  # fmt: skip
-
-# Runs inside the target interpreter (3.8+): metadata only, no package is imported.
-_CHILD = """
-import json, re, sys, sysconfig
-wanted = set(sys.argv[1].split(","))
-lib = None
-try:
-    for line in open("/proc/self/maps"):
-        parts = line.split()
-        if len(parts) > 5 and "libpython" in parts[-1]:
-            lib = parts[-1]
-            break
-except OSError:
-    pass
-out = {"version": "%d.%d.%d" % tuple(sys.version_info[:3]), "libpython": lib,
-       "implementation": sys.implementation.name, "executable": sys.executable, "prefix": sys.prefix,
-       "base_prefix": getattr(sys, "base_prefix", sys.prefix),
-       "purelib": sysconfig.get_paths()["purelib"], "dists": {}, "locations": {}, "requires": {}}
-try:
-    from importlib import metadata
-except ImportError:
-    metadata = None
-if metadata is not None:
-    for dist in metadata.distributions():
-        name = re.sub(r"[-_.]+", "-", (dist.metadata["Name"] or "")).lower()
-        if name in wanted and name not in out["dists"]:
-            out["dists"][name] = dist.version
-            out["locations"][name] = str(dist.locate_file(""))
-            if name == "torch":
-                out["requires"][name] = list(dist.requires or [])
-sys.stdout.write(json.dumps(out))
-"""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -95,8 +64,7 @@ def choose_python(prefix: Path | None, env: Mapping[str, str]) -> tuple[Path, st
         if source == "flag --prefix":
             raise BadInputError(f"--prefix {str(folder)!r}: no bin/python there (expected a venv)")
     for entry in env.get("PATH", os.defpath).split(os.pathsep):
-        # pyenv shims re-dispatch and exit 127 for inactive versions (see host/pythons.py).
-        if not entry or entry.rstrip("/").endswith("shims"):
+        if not entry or shim_folder(entry):
             continue
         exe = Path(entry) / "python3"
         if exe.is_file() and os.access(exe, os.X_OK):
@@ -107,39 +75,44 @@ def choose_python(prefix: Path | None, env: Mapping[str, str]) -> tuple[Path, st
 def probe_env(python: Path, source: str, env: Mapping[str, str]) -> TargetEnv | None:
     """Ask `python` (under the doctor's environment) what it is and what is installed."""
     try:
-        out = run([str(python), "-c", _CHILD, ",".join(WANTED)], timeout=PROBE_TIMEOUT, env=env)
-        flag = run([str(python), "--version"], timeout=PROBE_TIMEOUT, env=env)
-        data = json.loads(out.stdout) if out.returncode == 0 else None
-    except (ProgramError, json.JSONDecodeError):
-        data = None
-    if not isinstance(data, dict):
+        answer = ask(
+            python,
+            timeout=PROBE_TIMEOUT,
+            env=env,
+            parts=("paths",),
+            distributions=WANTED,
+            requires=("torch",),
+        )
+    except NoAnswer:
         return None
-    m = re.search(r"Python (\S+)", flag.stdout + flag.stderr)
-    version_flag = m[1] if m else None
-    version = str(data["version"])
-    libpython = data.get("libpython")
-    mismatch = None
-    if version_flag and version_flag != version:
-        mismatch = f"`{python.name} --version` says {version_flag} but the running libpython is {version}"
+    dists: dict[str, str] = {}
+    locations: dict[str, str] = {}
+    requires: dict[str, tuple[str, ...]] = {}
+    for dist in answer.distributions:  # sys.path order: the first copy is the one imported
+        name = canonicalize_name(dist.name)
+        if name not in dists:
+            dists[name], locations[name] = dist.version, dist.location
+            if dist.requires is not None:
+                requires[name] = dist.requires
     return TargetEnv(
         python=str(python),
         source=source,
         interpreter=PythonInterpreter(
             path=str(python),
-            version=version,
-            implementation=str(data["implementation"]),
-            version_flag=version_flag,
-            libpython=None if libpython is None else str(libpython),
-            mismatch=mismatch,
+            version=answer.version,
+            implementation=answer.implementation,
+            version_flag=answer.version_flag,
+            libpython=answer.libpython,
+            mismatch=answer.mismatch,
             source="doctor: the interpreter itself (sys.version_info, /proc/self/maps, --version)",
         ),
-        prefix=str(data["prefix"]),
-        base_prefix=str(data["base_prefix"]),
-        purelib=str(data["purelib"]),
-        pyvenv_version=pyvenv_version(Path(str(data["prefix"]))),
-        dists={str(k): str(v) for k, v in data["dists"].items()},
-        locations={str(k): str(v) for k, v in data["locations"].items()},
-        requires={str(k): tuple(map(str, v)) for k, v in data["requires"].items()},
+        prefix=answer.prefix,
+        base_prefix=answer.base_prefix,
+        purelib=str(answer.purelib),
+        pyvenv_version=pyvenv_version(Path(answer.prefix)),
+        dists=dists,
+        locations=locations,
+        requires=requires,
     )
 
 

@@ -7,24 +7,22 @@ at its hard timeout; here every wait has a shorter one.
 
 from __future__ import annotations
 
-import json
-import sys
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from verl_setup.doctor.probes.ray_script import failure, run
+else:  # run as a script in the target env: this folder is first on sys.path
+    from ray_script import failure, run
 
 
-def main() -> None:
-    args = json.loads(sys.argv[1])
-    out: dict[str, Any] = {}
-    try:
-        import ray  # noqa: PLC0415
-        from ray._private.utils import get_num_cpus  # noqa: PLC0415
-        from ray.util.placement_group import placement_group, remove_placement_group  # noqa: PLC0415
-        from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy  # noqa: PLC0415
-    except ImportError as exc:
-        out["error"] = f"cannot import {exc.name}"
-        sys.stdout.write(json.dumps(out))
-        return
+def throwaway_ray(args: dict[str, Any], out: dict[str, Any]) -> None:
+    """Start Ray as verl would, place one bundle per GPU and one actor in each."""
+    import ray  # noqa: PLC0415
+    from ray._private.utils import get_num_cpus  # noqa: PLC0415
+    from ray.util.placement_group import placement_group, remove_placement_group  # noqa: PLC0415
+    from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy  # noqa: PLC0415
+
     out["ray_counts_cpus"] = get_num_cpus()
     started = time.monotonic()
     init: dict[str, Any] = {"include_dashboard": False, "log_to_driver": False, "_temp_dir": args["temp_dir"]}
@@ -35,43 +33,34 @@ def main() -> None:
     try:
         ray.init(**init)
     except Exception as exc:  # noqa: BLE001  # registration timeouts and the like are the finding
-        out["init_error"] = f"{type(exc).__name__}: {str(exc).strip()[:800]}"
-        sys.stdout.write(json.dumps(out))
+        out["init_error"] = failure(exc)
         return
     out["init_seconds"] = round(time.monotonic() - started, 2)
-    try:
-        resources = ray.cluster_resources()  # type: ignore[no-untyped-call]
-        out["cpus"] = resources.get("CPU", 0)
-        out["gpus"] = resources.get("GPU", 0)
-        if args["gpus"]:
-            bundle = {"CPU": args["per_bundle"], "GPU": 1}
-            pg = placement_group([dict(bundle) for _ in range(args["gpus"])], strategy="PACK")
-            ready, _ = ray.wait([pg.ready()], timeout=args["timeout"])
-            out["placement"] = {"bundles": args["gpus"], "per_bundle": bundle, "ready": bool(ready)}
-            if ready:
+    resources = ray.cluster_resources()  # type: ignore[no-untyped-call]
+    out["cpus"] = resources.get("CPU", 0)
+    out["gpus"] = resources.get("GPU", 0)
+    if not args["gpus"]:
+        return
+    bundle = {"CPU": args["per_bundle"], "GPU": 1}
+    pg = placement_group([dict(bundle) for _ in range(args["gpus"])], strategy="PACK")
+    ready, _ = ray.wait([pg.ready()], timeout=args["timeout"])
+    out["placement"] = {"bundles": args["gpus"], "per_bundle": bundle, "ready": bool(ready)}
+    if ready:
 
-                @ray.remote(num_cpus=0, num_gpus=1)
-                def where() -> str:
-                    return str(ray.get_runtime_context().get_node_id())
+        @ray.remote(num_cpus=0, num_gpus=1)
+        def where() -> str:
+            return str(ray.get_runtime_context().get_node_id())
 
-                refs = [
-                    where.options(
-                        scheduling_strategy=PlacementGroupSchedulingStrategy(
-                            pg, placement_group_bundle_index=i
-                        )
-                    ).remote()
-                    for i in range(args["gpus"])
-                ]
-                done, _ = ray.wait(refs, num_returns=len(refs), timeout=args["timeout"])
-                out["actors"] = len(done)
-            remove_placement_group(pg)
-    except Exception as exc:  # noqa: BLE001
-        out["error"] = f"{type(exc).__name__}: {str(exc).strip()[:800]}"
-    finally:
-        ray.shutdown()
-    sys.stdout.write(json.dumps(out))
-    sys.stdout.flush()
+        refs = [
+            where.options(
+                scheduling_strategy=PlacementGroupSchedulingStrategy(pg, placement_group_bundle_index=i)
+            ).remote()
+            for i in range(args["gpus"])
+        ]
+        done, _ = ray.wait(refs, num_returns=len(refs), timeout=args["timeout"])
+        out["actors"] = len(done)
+    remove_placement_group(pg)
 
 
 if __name__ == "__main__":
-    main()
+    run(throwaway_ray)

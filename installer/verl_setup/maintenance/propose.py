@@ -14,21 +14,21 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
 from packaging.requirements import Requirement
 from packaging.specifiers import SpecifierSet
 from packaging.utils import canonicalize_name
-from packaging.version import InvalidVersion, Version
+from packaging.version import Version
 
-from verl_setup.environment.check import resolution_of, resolve
-from verl_setup.environment.index import Index
-from verl_setup.environment.metadata import (
+from verl_setup.environment.uv import explain_failure, python_platform
+from verl_setup.maintenance.candidate_row import candidate_row, recommended_python
+from verl_setup.maintenance.check import resolution_of, resolve
+from verl_setup.maintenance.index import Index
+from verl_setup.maintenance.metadata import (
     ReleaseMeta,
     UvConfig,
     cuda_of,
     exact_pin,
-    glibc_floor,
     linux_wheels,
     python_minors,
     read_release,
@@ -36,23 +36,16 @@ from verl_setup.environment.metadata import (
     serves_python,
     uv_config,
 )
-from verl_setup.environment.uv import explain_failure, python_platform
+from verl_setup.maintenance.releases import new_releases, stable
 from verl_setup.matrix.load import Matrix
 from verl_setup.matrix.schema import (
-    CcRange,
-    DriverRequirement,
-    Engine,
     PythonSpec,
-    Requires,
     Row,
-    TorchPin,
-    VerlPin,
 )
 from verl_setup.util.vocab import ROLLOUT_ENGINES, EngineName
 
 # Pins taken from the resolution when no package pins them exactly, as today's rows carry them.
 RESOLVED_PINS = ("torchvision", "torchaudio", "transformers", "ray", "tensordict", "numpy")
-FLASH_ATTN_MIN_CC = "8.0"
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -69,40 +62,6 @@ class Candidate:
 
     row: Row
     resolved: dict[str, str] = field(default_factory=dict)  # "3.12 x86_64-manylinux_2_28" -> "ok" or why not
-
-
-def _stable(version: str) -> Version | None:
-    try:
-        v = Version(version)
-    except InvalidVersion:
-        return None
-    return None if v.is_prerelease or v.is_devrelease else v
-
-
-def new_releases(index: Index, name: str, since: str, newer_than: Version | None) -> list[str]:
-    """Stable, unyanked releases first uploaded after `since` and newer than `newer_than`, oldest first."""
-    out = []
-    for version, release in index.releases(name).items():
-        v = _stable(version)
-        if v is None or release.yanked is not None or (release.uploaded or "") <= since:
-            continue
-        if newer_than is None or v > newer_than:
-            out.append(v)
-    return [str(v) for v in sorted(out)]
-
-
-def default_since(matrix: Matrix, index: Index) -> str:
-    """The newest upload date among the verl, engine and torch releases the matrix pins."""
-    dates = []
-    for row in matrix.rows:
-        pins = [("verl", row.verl.version), ("torch", row.torch.version)]
-        if row.engine.version:
-            pins.append((row.engine.name, row.engine.version))
-        for name, version in pins:
-            release = index.releases(name).get(version)
-            if release is not None and release.uploaded:
-                dates.append(release.uploaded)
-    return max(dates) if dates else "1970-01-01"
 
 
 class Proposer:
@@ -173,10 +132,10 @@ class Proposer:
         return self._configs[version]
 
     def _newest_verl(self) -> ReleaseMeta | None:
-        stable = [
-            v for v, r in self.index.releases("verl").items() if _stable(v) is not None and r.yanked is None
+        released = [
+            v for v, r in self.index.releases("verl").items() if stable(v) is not None and r.yanked is None
         ]
-        return read_release(self.index, "verl", str(max(Version(v) for v in stable))) if stable else None
+        return read_release(self.index, "verl", str(max(Version(v) for v in released))) if released else None
 
     def _candidate(  # noqa: PLR0911  # one return per reason a pairing cannot be a row
         self, verl: ReleaseMeta, extra: str | None, engine: EngineName, version: str
@@ -239,7 +198,10 @@ class Proposer:
         if not minors:
             why = f"verl {verl.version} {verl.requires_python}, {name} {meta.requires_python}, torch {torch}"
             return Refusal(release=name, reason=f"no Python minor is admitted by all of: {why}")
-        row = self._row(
+        row = candidate_row(
+            self.matrix,
+            self.index,
+            today=self.today,
             verl=verl,
             extra=extra,
             meta=meta,
@@ -285,116 +247,12 @@ class Proposer:
                 continue
             both = allowed[key] & req.specifier
             versions = [
-                v for v, r in self.index.releases(key).items() if r.yanked is None and _stable(v) is not None
+                v for v, r in self.index.releases(key).items() if r.yanked is None and stable(v) is not None
             ]
             if not any(both.contains(v) for v in versions):
                 side = f"verl {verl.version}" + (f"[{extra}]" if extra else "")
                 return key, f"{name} needs {req.name}{req.specifier}, {side} allows {req.name}{allowed[key]}"
         return None
-
-    def _row(
-        self,
-        *,
-        verl: ReleaseMeta,
-        extra: str | None,
-        meta: ReleaseMeta,
-        engine_reqs: list[Requirement],
-        verl_reqs: list[Requirement],
-        torch_meta: ReleaseMeta,
-        cuda: tuple[str, str],
-        minors: list[str],
-    ) -> Row:
-        engine, version, torch = meta.name, meta.version, torch_meta.version
-        verl_side = f"verl {verl.version}" + (f" [{extra}]" if extra else "")
-        packages: dict[str, str] = {}
-        evidence: dict[str, str] = {}
-        for pkg in ("torchvision", "torchaudio", "flashinfer-python", "sglang-kernel", "transformers"):
-            for who, reqs in ((verl_side, verl_reqs if extra else []), (f"{engine} {version}", engine_reqs)):
-                pinned = exact_pin(reqs, pkg)
-                if pinned:
-                    packages[pkg] = pinned
-                    evidence[pkg] = f"meta: {who} pins {pkg}=={pinned}"
-                    break
-        recommended = self._recommended(minors)
-        minor = ".".join(recommended.split(".")[:2])
-        torch_wheels = linux_wheels(self.index.releases("torch")[torch], "x86_64")
-        engine_wheels = linux_wheels(self.index.releases(engine)[version], "x86_64")
-        floors = [f for f in (glibc_floor(torch_wheels, minor), glibc_floor(engine_wheels, minor)) if f]
-        glibc = max(floors, key=lambda f: tuple(int(p) for p in f.split("."))) if floors else "2.17"
-        arch = ["x86_64"]
-        if all(
-            serves_python(
-                linux_wheels(self.index.releases(n)[v], "aarch64"), ".".join(recommended.split(".")[:2])
-            )
-            for n, v in (("torch", torch), (engine, version))
-        ):
-            arch.append("aarch64")
-        rules, major = self.matrix.cuda, cuda[0].split(".")[0]
-        compat, strict = rules.family_floor(cuda[0]), rules.full_support(cuda[0])
-        newest_cc = max(
-            (cc for cc, a in rules.facts.architectures.items() if Version(a.first_cuda) <= Version(cuda[0])),
-            key=Version,
-        )
-        how = (
-            f"[{extra}] pins {engine}=={version}"
-            if extra
-            else f"its [{engine}] extra pins an older {engine}, so the row installs verl without it "
-            f"and pins {engine} {version}"
-        )
-        evidence.update(
-            {
-                "verl": f"meta: verl {verl.version} ({verl.wheel}, uploaded {verl.uploaded}): {how}; "
-                f"Requires-Python {verl.requires_python}",
-                "engine": f"meta: {engine} {version} ({meta.wheel}, uploaded {meta.uploaded})",
-                "torch": f"meta: {engine} {version} pins torch=={torch}; torch {torch}'s wheel "
-                f"({torch_meta.wheel}) requires {cuda[1]} (CUDA {cuda[0]})",
-                "python": (
-                    f"meta: Requires-Python of verl {verl.requires_python}, {engine} {meta.requires_python}, "
-                    f"torch {torch_meta.requires_python or 'none'}, and torch's Linux wheels: "
-                    f"{', '.join(minors)}"
-                ),
-                "requires.glibc": f"meta: manylinux_{glibc.replace('.', '_')} is the newest floor of the "
-                f"torch {torch} and {engine} {version} wheels for Python {minor}",
-                "requires.driver": f"cuda.yaml: CUDA {major}.x family floor {compat} (T2); "
-                f"CUDA {cuda[0]} full support {strict} (T3)",
-                "requires.compute_capability": "flash-attn 2 needs sm_80+ (as today's GPU rows); "
-                f"cuda.yaml architectures: CUDA {cuda[0]} targets up to sm_{newest_cc}",
-            }
-        )
-        return Row(
-            id=self._id(verl.version, engine, version),
-            verl=VerlPin(version=verl.version, extras=(extra,) if extra else ()),
-            engine=Engine(name=engine, version=version),  # type: ignore[arg-type]  # engine comes from ROLLOUT_ENGINES
-            python=PythonSpec(supported=tuple(minors), recommended=recommended),
-            torch=TorchPin(version=torch, cuda=cuda[0], index="default"),
-            packages=packages,
-            requires=Requires(
-                arch=tuple(arch),
-                glibc=glibc,
-                cuda=cuda[0],
-                driver=DriverRequirement(compat=str(compat), strict=str(strict)),
-                compute_capability=CcRange(min=FLASH_ATTN_MIN_CC, max=newest_cc),
-            ),
-            evidence=evidence,
-            notes=(
-                f"Proposed by `verl-setup matrix propose` on {self.today} from the packages' metadata; "
-                "flash-attn is not pinned (install it in its own step, or --without flash-attn). "
-                "Review, then `make prove`."
-            ),
-        )
-
-    def _recommended(self, minors: list[str]) -> str:
-        """The exact Python: what today's rows recommend for the newest minor they share with it."""
-        for minor in reversed(minors):
-            for row in self.matrix.rows:
-                if row.python.recommended.startswith(minor + "."):
-                    return row.python.recommended
-        return f"{minors[-1]}.0"
-
-    def _id(self, verl: str, engine: str, version: str) -> str:
-        base = f"verl{'.'.join(verl.split('.')[:2])}-{engine}{version}"
-        taken = {r.id for r in self.matrix.rows}
-        return base if base not in taken else f"{base}-proposed"
 
     def _resolve(self, row: Row, minors: list[str], name: str) -> Candidate | Refusal:
         """Resolve the oldest Python first (its ray/tensordict/numpy then install on every minor, as
@@ -444,7 +302,7 @@ class Proposer:
             return Refusal(
                 release=name, reason=f"with verl {row.verl.version} it resolves for no Python minor"
             )
-        recommended = self._recommended(supported)
+        recommended = recommended_python(self.matrix, supported)
         known = any(r.python.recommended == recommended for r in self.matrix.rows)
         evidence["python"] += f"; uv resolves it for {', '.join(supported)}; {recommended}: " + (
             "the exact version today's rows recommend for that minor"
@@ -471,28 +329,3 @@ def _narrowed(override: str, packages: Mapping[str, str]) -> str:
     if pinned is None:
         return override
     return f"{req.name}=={pinned}" + (f" ; {req.marker}" if req.marker else "")
-
-
-def row_data(row: Row) -> dict[str, Any]:
-    """A row in matrices/verl.yaml's layout, as a person would write it."""
-    req = row.requires
-    assert req.driver is not None  # noqa: S101  # candidates are GPU rows
-    assert req.compute_capability is not None  # noqa: S101
-    return {
-        "id": row.id,
-        "verl": {"version": row.verl.version, "extras": list(row.verl.extras)},
-        "engine": {"name": row.engine.name, "version": row.engine.version},
-        "python": {"supported": list(row.python.supported), "recommended": row.python.recommended},
-        "torch": {"version": row.torch.version, "cuda": row.torch.cuda, "index": row.torch.index},
-        "packages": dict(row.packages),
-        **({"overrides": list(row.overrides)} if row.overrides else {}),
-        "requires": {
-            "arch": list(req.arch),
-            "glibc": req.glibc,
-            "cuda": req.cuda,
-            "driver": {"compat": req.driver.compat, "strict": req.driver.strict},
-            "compute_capability": {"min": req.compute_capability.min, "max": req.compute_capability.max},
-        },
-        "evidence": dict(row.evidence),
-        "notes": row.notes,
-    }

@@ -24,12 +24,12 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from verl_setup import __version__
-from verl_setup.environment.check import resolution_of
 from verl_setup.environment.lock import read_lock
 from verl_setup.errors import CheckFailedError
+from verl_setup.maintenance.check import resolution_of
+from verl_setup.maintenance.resolved import Resolution, record_resolved
 from verl_setup.matrix.load import Matrix
 from verl_setup.matrix.proof import Evidence, record, today
-from verl_setup.matrix.resolved import Resolution, record_resolved
 from verl_setup.matrix.schema import Row
 from verl_setup.output import Progress, envelope
 from verl_setup.util.runner import ProgramError, stream

@@ -16,7 +16,7 @@ from packaging.requirements import InvalidRequirement, Requirement
 from packaging.specifiers import SpecifierSet
 from packaging.utils import canonicalize_name, parse_wheel_filename
 
-from verl_setup.environment.index import DistFile, Index, Release
+from verl_setup.maintenance.index import DistFile, Index, Release
 
 PYTHON_MINORS = ("3.10", "3.11", "3.12", "3.13", "3.14")
 # torch names its CUDA runtime in Requires-Dist: nvidia-cuda-runtime-cu12==12.8.90 (CUDA 12 wheels),

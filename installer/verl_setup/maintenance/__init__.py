@@ -1,0 +1,1 @@
+"""Keeping the matrix true: prove rows, check them against the index, propose new ones."""

@@ -1,0 +1,74 @@
+"""The interpreter probe's child: a Python describes itself, and what it has installed.
+
+`FUNCTION` defines `_interrogate(parts, names, requires)`; `CHILD` calls it from the command line
+(host/interpreter.py runs it), and verify's Ray task runs the same function on every node. It
+stays Python 2 compatible, so an old `python` on PATH still answers, and imports nothing it was
+not asked for, so a scan of every interpreter on a host stays quick.
+"""
+
+FUNCTION = r"""
+def _interrogate(parts=(), names="", requires=()):
+    # parts: "paths" (sysconfig's purelib), "markers" (PEP 508 environment markers, the host).
+    # names: "" no distributions, "*" every one, else comma-separated canonical names.
+    import re, sys
+    def full(info):
+        v = "%d.%d.%d" % (info[0], info[1], info[2])
+        return v if info[3] == "final" else v + info[3][0] + str(info[4])
+    impl = getattr(sys, "implementation", None)
+    # /proc/self/maps names the libpython actually loaded, which LD_LIBRARY_PATH can swap.
+    lib = None
+    try:
+        for line in open("/proc/self/maps"):
+            fields = line.split()
+            if len(fields) > 5 and "libpython" in fields[-1]:
+                lib = fields[-1]
+                break
+    except Exception:
+        pass
+    out = {"version": "%d.%d.%d" % tuple(sys.version_info[:3]), "full_version": full(sys.version_info),
+           "implementation": getattr(impl, "name", "cpython"), "libpython": lib,
+           "executable": sys.executable, "prefix": sys.prefix,
+           "base_prefix": getattr(sys, "base_prefix", sys.prefix)}
+    if "paths" in parts:
+        import sysconfig
+        out["purelib"] = sysconfig.get_paths()["purelib"]
+    if "markers" in parts:
+        import os, platform, socket
+        out["platform"] = sys.platform + "-" + platform.machine()
+        out["hostname"] = socket.gethostname()
+        out["markers"] = {
+            "implementation_name": getattr(impl, "name", "cpython"),
+            "implementation_version": full(impl.version) if impl else "0",
+            "os_name": os.name, "platform_machine": platform.machine(),
+            "platform_release": platform.release(), "platform_system": platform.system(),
+            "platform_version": platform.version(), "python_full_version": platform.python_version(),
+            "platform_python_implementation": platform.python_implementation(),
+            "python_version": ".".join(platform.python_version_tuple()[:2]), "sys_platform": sys.platform,
+        }
+    if names:
+        wanted = None if names == "*" else set(names.split(","))
+        dists = []
+        try:
+            import importlib.metadata as md
+            found = md.distributions()
+        except ImportError:  # before 3.8: no metadata to read
+            found = ()
+        for dist in found:
+            name = dist.metadata["Name"]
+            key = re.sub(r"[-_.]+", "-", name or "").lower()
+            if name and (wanted is None or key in wanted):
+                needs = list(dist.requires or []) if key in requires else None
+                dists.append([name, dist.version, str(dist.locate_file("")), needs])
+        out["distributions"] = dists
+    return out
+"""
+
+CHILD = (
+    FUNCTION
+    + r"""
+import json, sys
+args = sys.argv[1:] + ["", "", ""]
+parts, names, requires = args[0].split(","), args[1], args[2].split(",")
+sys.stdout.write(json.dumps(_interrogate(parts, names, requires)))
+"""
+)
