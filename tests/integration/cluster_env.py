@@ -89,6 +89,7 @@ def start_cluster(
     *,
     node_env: Mapping[str, Mapping[str, str]] | None = None,
     wrap: Mapping[str, list[str]] | None = None,
+    wait_s: float = 90,
 ) -> Cluster:
     """Head on base.., worker node on base+30..; returns once both nodes are alive.
 
@@ -111,14 +112,14 @@ def start_cluster(
         procs.append(proc)
         if name == "head":
             try:
-                _wait_nodes(venv, base, 1, env, temp)
+                _wait_nodes(venv, base, 1, env, temp, wait_s=wait_s)
             except BaseException:
                 stop_head(Head(port=base, temp=temp, group=proc.pid, dashboard=None))
                 raise
     head = Head(port=base, temp=temp, group=procs[0].pid, dashboard=None)
     cluster = Cluster(head=head, worker_group=procs[1].pid, venv=venv)
     try:
-        _wait_nodes(venv, base, 2, env, temp)
+        _wait_nodes(venv, base, 2, env, temp, wait_s=wait_s)
     except BaseException:
         stop_cluster(cluster)
         raise
@@ -131,7 +132,7 @@ def stop_cluster(cluster: Cluster) -> None:
     stop_head(cluster.head)
 
 
-def _wait_nodes(venv: Path, port: int, count: int, env: dict[str, str], temp: Path) -> None:
+def _wait_nodes(venv: Path, port: int, count: int, env: dict[str, str], temp: Path, *, wait_s: float) -> None:
     """Poll the GCS (one short-lived client per try) until `count` nodes are alive."""
     script = (
         "import sys\nfrom ray._raylet import GcsClient\n"
@@ -139,7 +140,7 @@ def _wait_nodes(venv: Path, port: int, count: int, env: dict[str, str], temp: Pa
         f"sys.exit(0 if sum(1 for n in nodes if n.state == 0) >= {count} else 1)\n"
     )
     started = time.monotonic()
-    while time.monotonic() - started < 90:
+    while time.monotonic() - started < wait_s:
         if any(p.poll() is not None for p in _STARTED.values() if str(venv) in str(p.args)):
             break
         try:

@@ -95,13 +95,18 @@ def cluster() -> Iterator[Cluster]:
         "PATH": f"{root / 'bin'}{os.pathsep}{venv / 'bin'}{os.pathsep}/usr/bin:/bin",
         "NCCL_SOCKET_IFNAME": "lo",
     }
-    with hard_limit(150):
-        started = start_cluster(
-            venv,
-            BASE,
-            node_env={"worker": odd, "head": both},
-            wrap={"head": node_local("head", root), "worker": node_local("worker", root)},
-        )
+    try:
+        with hard_limit(500):  # two raylets on a loaded two-core machine have taken 100 s
+            started = start_cluster(
+                venv,
+                BASE,
+                node_env={"worker": odd, "head": both},
+                wrap={"head": node_local("head", root), "worker": node_local("worker", root)},
+                wait_s=240,
+            )
+    except BaseException:
+        shutil.rmtree(root, ignore_errors=True)
+        raise
     started.root = root  # type: ignore[attr-defined]
     try:
         yield started

@@ -29,7 +29,7 @@ Reach = Literal["py_modules", "installed"]
 DATA = ("matrices", "templates")
 
 DETECT_FUNCTION = r"""
-def _probe(reach):
+def _probe(reach, head):
     import json, socket, subprocess
     if reach == "installed":
         try:
@@ -44,7 +44,12 @@ def _probe(reach):
     else:
         from verl_setup.host.detect import detect
         host = json.loads(detect().to_json())
-    return {"hostname": socket.gethostname(), "host": host}
+    try:  # doctor collective's NCCL_SOCKET_IFNAME suggestion, read on this node
+        from verl_setup.doctor.probes.network import route_interface
+        iface = route_interface(head)
+    except ImportError:  # --installed: this worker's Python may not have the package
+        iface = None
+    return {"hostname": socket.gethostname(), "host": host, "iface_to_head": iface}
 """
 
 
@@ -109,7 +114,7 @@ def detect_cluster(
             env=env,
             what="detect",
             runtime_env=runtime_env_for(package if reach == "py_modules" else None, rendered),
-            args=(reach,),
+            args=(reach, address.rsplit(":", 1)[0].strip("[]")),
         )
     nodes, missing = [], []
     for entry in answers.nodes:
@@ -125,6 +130,7 @@ def detect_cluster(
                 hostname=probe["hostname"],
                 head=entry["head"],
                 host=host,
+                iface_to_head=probe.get("iface_to_head"),
             )
         )
     missing += [MissingNode(name=d["node_id"], ip=d["ip"], reason=d["reason"]) for d in answers.dead]

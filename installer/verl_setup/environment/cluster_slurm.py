@@ -23,10 +23,12 @@ from verl_setup.util.bounded import one_line
 from verl_setup.util.runner import ProgramError, run
 
 TASK = (
-    "import json, os, socket\n"
+    "import json, os, socket, sys\n"
     "from verl_setup.host.detect import detect\n"
+    "from verl_setup.doctor.probes.network import route_interface\n"
     "print(json.dumps({'node': os.environ.get('SLURMD_NODENAME') or socket.gethostname(),\n"
-    "                  'hostname': socket.gethostname(), 'host': json.loads(detect().to_json())}))\n"
+    "                  'hostname': socket.gethostname(), 'host': json.loads(detect().to_json()),\n"
+    "                  'iface_to_head': route_interface(sys.argv[1])}))\n"
 )
 _LABELLED = re.compile(r"^\s*(\d+): (.*)$")
 _FAILED_NODE = re.compile(r"srun: error: ([^:\s]+): (.+)$")
@@ -55,7 +57,7 @@ def detect_slurm(env: Mapping[str, str], *, timeout: float) -> Cluster:
     task_env = dict(env)
     task_env["PYTHONPATH"] = os.pathsep.join([package_parent, *filter(None, [env.get("PYTHONPATH")])])
     argv = ["srun", f"--nodes={len(names)}", "--ntasks-per-node=1", "--label", "--overlap"]
-    argv += ["--kill-on-bad-exit=0", sys.executable, "-c", TASK]
+    argv += ["--kill-on-bad-exit=0", sys.executable, "-c", TASK, names[0]]
     failed: dict[str, str] = {}
     try:
         out = run(argv, timeout=timeout, env=task_env)
@@ -92,7 +94,16 @@ def detect_slurm(env: Mapping[str, str], *, timeout: float) -> Cluster:
             missing.append(MissingNode(name=name, ip=None, reason=reason))
             continue
         host = host_from_data(data["host"], f"Slurm node {name}")
-        nodes.append(ClusterNode(name=name, ip=None, hostname=data["hostname"], head=index == 0, host=host))
+        nodes.append(
+            ClusterNode(
+                name=name,
+                ip=None,
+                hostname=data["hostname"],
+                head=index == 0,
+                host=host,
+                iface_to_head=data.get("iface_to_head"),
+            )
+        )
     job = env.get("SLURM_JOB_ID")
     return Cluster(
         nodes=tuple(nodes),

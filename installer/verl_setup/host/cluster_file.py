@@ -31,6 +31,9 @@ class ClusterNode:
     hostname: str | None
     head: bool
     host: HostFacts
+    # The interface the node's kernel routes to the head through (doctor collective's
+    # NCCL_SOCKET_IFNAME suggestion, read on the node); None where it could not be read.
+    iface_to_head: str | None = None
 
     @property
     def label(self) -> str:
@@ -76,6 +79,7 @@ class Cluster:
                     "ip": n.ip,
                     "hostname": n.hostname,
                     "head": n.head,
+                    "iface_to_head": n.iface_to_head,
                     "host": json.loads(n.host.to_json()),
                 }
                 for n in self.nodes
@@ -135,6 +139,7 @@ def cluster_from_data(data: object, where: str, *, path: Path | None = None) -> 
                 hostname=_text(entry.get("hostname"), node_where, "hostname"),
                 head=entry.get("head") is True,
                 host=host_from_data(entry.get("host"), node_where),
+                iface_to_head=_text(entry.get("iface_to_head"), node_where, "iface_to_head"),
             )
         )
     gone = []
