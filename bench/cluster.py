@@ -9,12 +9,11 @@ from __future__ import annotations
 
 import argparse
 import json
-import statistics
 import sys
 import time
 from pathlib import Path
 
-from startup import VERL_SETUP, measure  # bench/ is on sys.path when run as a script
+from startup import VERL_SETUP, measure, report  # bench/ is on sys.path when run as a script
 from verl_setup.host.cluster_file import load_cluster
 from verl_setup.matrix.load import load_matrix
 from verl_setup.plan.cluster import plan_cluster
@@ -50,20 +49,7 @@ def main() -> int:
             f"{VERL_SETUP} plan --driver 535.129.03 --gpu H100 --python 3.10.12 --json".split(), args.runs
         ),
     }
-    summary = {
-        name: {
-            "median_ms": round(statistics.median(t) * 1000, 1),
-            "min_ms": round(min(t) * 1000, 1),
-            "max_ms": round(max(t) * 1000, 1),
-        }
-        for name, t in results.items()
-    }
-    if args.json:
-        print(json.dumps({"runs": args.runs, "results": summary}, indent=2))
-    else:
-        print(f"{'measurement':<48} {'median':>9} {'min':>9} {'max':>9}   ({args.runs} runs each)")
-        for name, r in summary.items():
-            print(f"{name:<48} {r['median_ms']:>7.1f}ms {r['min_ms']:>7.1f}ms {r['max_ms']:>7.1f}ms")
+    report(results, args.runs, as_json=args.json, width=48)
     return 0
 
 

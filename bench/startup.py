@@ -40,26 +40,31 @@ def measure(argv: list[str], runs: int) -> list[float]:
     return times
 
 
+def report(times: dict[str, list[float]], runs: int, *, as_json: bool, width: int = 40) -> None:
+    """One line per measurement (median, min and max in milliseconds), or the same as JSON."""
+    results = {
+        name: {
+            "median_ms": round(statistics.median(t) * 1000, 1),
+            "min_ms": round(min(t) * 1000, 1),
+            "max_ms": round(max(t) * 1000, 1),
+        }
+        for name, t in times.items()
+    }
+    if as_json:
+        print(json.dumps({"runs": runs, "results": results}, indent=2))
+        return
+    print(f"{'command':<{width}} {'median':>9} {'min':>9} {'max':>9}   ({runs} runs each)")
+    for name, r in results.items():
+        print(f"{name:<{width}} {r['median_ms']:>7.1f}ms {r['min_ms']:>7.1f}ms {r['max_ms']:>7.1f}ms")
+
+
 def main() -> int:
     """Print one line per command: median, min and max in milliseconds."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=15)
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
-    results = {}
-    for name, argv in COMMANDS.items():
-        times = measure(argv, args.runs)
-        results[name] = {
-            "median_ms": round(statistics.median(times) * 1000, 1),
-            "min_ms": round(min(times) * 1000, 1),
-            "max_ms": round(max(times) * 1000, 1),
-        }
-    if args.json:
-        print(json.dumps({"runs": args.runs, "results": results}, indent=2))
-    else:
-        print(f"{'command':<40} {'median':>9} {'min':>9} {'max':>9}   ({args.runs} runs each)")
-        for name, r in results.items():
-            print(f"{name:<40} {r['median_ms']:>7.1f}ms {r['min_ms']:>7.1f}ms {r['max_ms']:>7.1f}ms")
+    report({name: measure(argv, args.runs) for name, argv in COMMANDS.items()}, args.runs, as_json=args.json)
     return 0
 
 

@@ -34,8 +34,13 @@ PINS = ("ray==2.60.0", "torch==2.11.0", "pyarrow", "numpy", "safetensors")
 
 def torch_venv() -> Path:
     """The venv, built once (skip when the index cannot be reached and the cache is cold)."""
+    return cached_venv("ray-2.60.0-torch-2.11.0-verl-0.9.1-py3.12", [*PINS], ["--no-deps", "verl==0.9.1"])
+
+
+def cached_venv(name: str, *installs: list[str]) -> Path:
+    """A pyenv Python 3.12 venv under CACHE with each `uv pip install` argument list, built once."""
     CACHE.mkdir(parents=True, exist_ok=True)
-    venv = CACHE / "ray-2.60.0-torch-2.11.0-verl-0.9.1-py3.12"
+    venv = CACHE / name
     with (CACHE / ".lock").open("w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         if (venv / ".complete").exists():
@@ -45,13 +50,13 @@ def torch_venv() -> Path:
             pytest.skip("needs a CPython 3.12 under pyenv")
         env = {**os.environ, "UV_PYTHON_DOWNLOADS": "never"}
         uv = find_uv()
-        for argv in (
-            [uv, "venv", "-q", "--clear", "--python", str(pythons[-1]), str(venv)],
-            [uv, "pip", "install", "-q", "--python", str(venv / "bin/python"), *PINS],
-            [uv, "pip", "install", "-q", "--python", str(venv / "bin/python"), "--no-deps", "verl==0.9.1"],
-        ):
+        steps = [[uv, "venv", "-q", "--clear", "--python", str(pythons[-1]), str(venv)]]
+        steps += [
+            [uv, "pip", "install", "-q", "--python", str(venv / "bin/python"), *args] for args in installs
+        ]
+        for argv in steps:
             if subprocess.run(argv, env=env, capture_output=True, timeout=600, check=False).returncode:
-                pytest.skip(f"cannot install {' '.join(PINS)} here")
+                pytest.skip(f"cannot install {' '.join(argv[6:])} here")
         (venv / ".complete").write_text("ok")
     return venv
 

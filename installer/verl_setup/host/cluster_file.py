@@ -13,8 +13,8 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from verl_setup.errors import BadInputError
-from verl_setup.host.facts import HostFacts, host_from_data
-from verl_setup.util.bounded import MAX_DEPTH, BoundError, depth, one_line, read_capped
+from verl_setup.host.facts import HostFacts, host_from_data, read_json_file
+from verl_setup.util.bounded import one_line
 
 KIND = "verl-setup-cluster"
 SCHEMA = 1
@@ -95,21 +95,8 @@ def now() -> str:
 
 
 def load_cluster(path: Path) -> Cluster:
-    """Read a cluster file; BadInputError names the file, the node and the bad key."""
-    shown = repr(one_line(str(path)))
-    try:
-        raw = read_capped(path, MAX_CLUSTER_FILE, "cluster file")
-    except BoundError as exc:
-        raise BadInputError(str(exc)) from exc
-    try:
-        data = json.loads(raw.decode("utf-8"))
-    except (ValueError, UnicodeDecodeError) as exc:
-        raise BadInputError(f"cluster file {shown} is not JSON we can use: {one_line(str(exc))}") from exc
-    except RecursionError as exc:
-        raise BadInputError(f"cluster file {shown} is nested too deeply") from exc
-    if depth(data) > MAX_DEPTH:
-        raise BadInputError(f"cluster file {shown} is nested deeper than {MAX_DEPTH} levels")
-    return cluster_from_data(data, str(path), path=path)
+    """Read a cluster file (bounded, as a host file is); BadInputError names the file, node and key."""
+    return cluster_from_data(read_json_file(path, MAX_CLUSTER_FILE, "cluster file"), str(path), path=path)
 
 
 def cluster_from_data(data: object, where: str, *, path: Path | None = None) -> Cluster:

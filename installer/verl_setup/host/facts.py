@@ -151,20 +151,26 @@ def load_host_file(path: Path) -> HostFacts:
 
     Bounded before it is parsed: a regular file (a FIFO would hang, /dev/zero fill memory) of at
     most MAX_HOST_FILE bytes, nested at most MAX_DEPTH deep, numbers within int()'s limit."""
+    return host_from_data(read_json_file(path, MAX_HOST_FILE, "host file"), str(path))
+
+
+def read_json_file(path: Path, cap: int, what: str) -> object:
+    """A JSON file read bounded (a regular file of at most `cap` bytes, MAX_DEPTH deep, numbers
+    int() can take); BadInputError naming `what` and the file otherwise."""
     shown = repr(one_line(str(path)))
     try:
-        raw = read_capped(path, MAX_HOST_FILE, "host file")
+        raw = read_capped(path, cap, what)
     except BoundError as exc:
         raise BadInputError(str(exc)) from exc
     try:
         data = json.loads(raw.decode("utf-8"))
     except (ValueError, UnicodeDecodeError) as exc:  # JSONDecodeError, or a 5000-digit number
-        raise BadInputError(f"host file {shown} is not JSON we can use: {one_line(str(exc))}") from exc
+        raise BadInputError(f"{what} {shown} is not JSON we can use: {one_line(str(exc))}") from exc
     except RecursionError as exc:
-        raise BadInputError(f"host file {shown} is nested too deeply") from exc
+        raise BadInputError(f"{what} {shown} is nested too deeply") from exc
     if depth(data) > MAX_DEPTH:
-        raise BadInputError(f"host file {shown} is nested deeper than {MAX_DEPTH} levels")
-    return host_from_data(data, str(path))
+        raise BadInputError(f"{what} {shown} is nested deeper than {MAX_DEPTH} levels")
+    return data
 
 
 def host_from_data(data: object, where: str) -> HostFacts:
