@@ -9,17 +9,32 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
+import shutil
+import statistics
+import subprocess
 import sys
 import time
 from pathlib import Path
 
-from startup import VERL_SETUP, measure, report  # bench/ is on sys.path when run as a script
 from verl_setup.host.cluster_file import load_cluster
 from verl_setup.matrix.load import load_matrix
 from verl_setup.plan.cluster import plan_cluster
 from verl_setup.plan.target import Request
 
 CLUSTER = Path(__file__).resolve().parents[1] / "tests" / "fixtures" / "cluster" / "nodes-64.json"
+VERL_SETUP = shutil.which("verl-setup") or str(Path(sys.executable).parent / "verl-setup")
+
+
+def measure(argv: list[str], runs: int) -> list[float]:
+    """Wall seconds of `runs` fresh runs (after one warm-up for the page cache)."""
+    subprocess.run(argv, capture_output=True, check=True)
+    times = []
+    for _ in range(runs):
+        start = time.perf_counter()
+        subprocess.run(argv, capture_output=True, check=True)
+        times.append(time.perf_counter() - start)
+    return times
 
 
 def in_process(runs: int) -> list[float]:
@@ -49,7 +64,16 @@ def main() -> int:
             f"{VERL_SETUP} plan --driver 535.129.03 --gpu H100 --python 3.10.12 --json".split(), args.runs
         ),
     }
-    report(results, args.runs, as_json=args.json, width=48)
+    summary = {
+        name: {"median_ms": round(statistics.median(t) * 1000, 1), "min_ms": round(min(t) * 1000, 1)}
+        for name, t in results.items()
+    }
+    if args.json:
+        print(json.dumps({"runs": args.runs, "load": os.getloadavg(), "results": summary}, indent=2))
+        return 0
+    print(f"{args.runs} runs each; load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs")
+    for name, r in summary.items():
+        print(f"{name:<48} {r['median_ms']:>8.1f}ms median {r['min_ms']:>8.1f}ms min")
     return 0
 
 

@@ -88,8 +88,15 @@ def host_file(tmp_path: Path) -> Callable[[HostFacts], Path]:
     return write
 
 
+@pytest.fixture(scope="session")
+def parsed_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One parsed-matrix cache for the session, so tests' temporary matrices leave no entries in ~."""
+    return tmp_path_factory.mktemp("parsed-matrix-cache")
+
+
 @pytest.fixture(autouse=True)
-def _clean_env(monkeypatch: pytest.MonkeyPatch) -> None:
+def _clean_env(monkeypatch: pytest.MonkeyPatch, parsed_cache: Path) -> None:
     """Tests must not inherit VERL_SETUP_* settings from the developer's shell."""
     for name in [n for n in dict(__import__("os").environ) if n.startswith("VERL_SETUP_")]:
         monkeypatch.delenv(name)
+    monkeypatch.setenv("VERL_SETUP_CACHE_DIR", str(parsed_cache))

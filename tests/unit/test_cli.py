@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import host, run_cli
+from verl_setup import __version__
 from verl_setup.host.facts import HostFacts
 
 WriteHost = Callable[[HostFacts], Path]
@@ -113,3 +114,34 @@ def test_install_refuses_a_plan_that_needs_cuda_forward_compatibility_before_cha
     rendered = run_cli("render", "docker", *argv, "--out", str(tmp_path / "image"))
     assert rendered.code == 0, rendered.err
     assert "cuda-compat-13-0" in (tmp_path / "image" / "Dockerfile").read_text()
+
+
+def test_the_fast_top_level_help_is_argparses_at_every_width(monkeypatch: pytest.MonkeyPatch) -> None:
+    from verl_setup.cli import build_parser, top_level_help  # noqa: PLC0415
+
+    for columns in range(60, 241):
+        monkeypatch.setenv("COLUMNS", str(columns))  # what argparse's formatter reads
+        assert top_level_help(columns) == build_parser(()).format_help(), columns
+    assert top_level_help(59) is None  # narrower: argparse wraps the usage line, and answers itself
+
+
+@pytest.mark.parametrize("columns", ["40", "100"])
+def test_help_and_version_answer_without_argparse_or_fall_back_to_it(
+    columns: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("COLUMNS", columns)
+    result = run_cli("--help")
+    assert result.code == 0
+    assert result.out.startswith("usage: verl-setup")
+    assert all(name in result.out for name in ("detect", "plan", "doctor"))
+    version = run_cli("--version")
+    assert (version.code, version.out) == (0, f"verl-setup {__version__}\n")
+
+
+@pytest.mark.subprocess
+def test_top_level_help_imports_neither_argparse_nor_a_command() -> None:
+    code = "import sys; from verl_setup.cli import main; main(['--help']); print(sorted(sys.modules))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    loaded = out.splitlines()[-1]
+    assert "'argparse'" not in loaded
+    assert "verl_setup.commands" not in loaded

@@ -51,6 +51,7 @@ def test_a_launcher_whose_version_flag_lies_is_a_mismatch_naming_both(tmp_path: 
     )
     launcher.chmod(0o755)
     answer = ask(launcher, timeout=30)
+    assert answer.prefix is None  # the bare questions run without site: no prefix claimed
     assert answer.version_flag == "3.9.0"
     assert answer.mismatch is not None
     assert answer.mismatch.startswith(

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
-from verl_setup.host.facts import HostFacts
-from verl_setup.matrix.load import Matrix
-from verl_setup.matrix.schema import Row
-from verl_setup.plan.select import Plan
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # types only: `detect` imports no matrix and no planning
+    from verl_setup.host.facts import HostFacts
+    from verl_setup.matrix.load import Matrix
+    from verl_setup.matrix.schema import Row
+    from verl_setup.plan.select import Plan
 
 
 def host_text(facts: HostFacts) -> str:

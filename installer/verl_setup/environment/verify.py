@@ -19,7 +19,7 @@ from packaging.version import InvalidVersion, Version
 from verl_setup.environment.lock import Lock
 from verl_setup.environment.probe import ProbeResult
 from verl_setup.errors import BadInputError, CheckFailedError
-from verl_setup.host.interpreter import Answer, NoAnswer, answer_from_json, ask
+from verl_setup.host.interpreter import Answer, NoAnswer, answer_from, ask
 from verl_setup.scripts.interpreter import FUNCTION
 from verl_setup.util.vocab import ROLLOUT_ENGINES
 
@@ -39,7 +39,7 @@ NO_LONGER_CONFLICTS = {"pynvml": Version("12")}
 Kind = Literal["missing", "replaced", "changed", "harmful", "duplicate", "python", "unreachable"]
 
 # What verify asks an interpreter (host/interpreter.py), here and in each Ray node's workers.
-PROBE_PARTS = ("markers",)
+PROBE_PARTS = ("paths", "markers")
 PROBE_FUNCTION = FUNCTION + f"def _probe():\n    return _interrogate({PROBE_PARTS!r}, '*')\n"
 
 
@@ -74,7 +74,7 @@ class Snapshot:
         return cls(
             python=answer.full_version,
             executable=answer.executable,
-            prefix=answer.prefix,
+            prefix=str(answer.prefix),
             platform=str(answer.platform),
             hostname=str(answer.hostname),
             markers=answer.markers,
@@ -84,7 +84,7 @@ class Snapshot:
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> Snapshot:
         """From the probe function's own output (what a Ray node sends back)."""
-        return cls.from_answer(answer_from_json(str(data.get("executable", "?")), data))
+        return cls.from_answer(answer_from(str(data.get("executable", "?")), data))
 
     def versions(self) -> dict[str, str]:
         """name -> version of the copy import would use (the first on sys.path)."""

@@ -9,10 +9,10 @@ from functools import cached_property, lru_cache
 from pathlib import Path
 
 from verl_setup.errors import BadInputError
+from verl_setup.matrix.cache import cached
 from verl_setup.util.databuild import Builder
 from verl_setup.util.paths import data_dir
 from verl_setup.util.versions import parse_minor
-from verl_setup.util.yamlread import YamlError, read_yaml
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -104,6 +104,12 @@ def gpus_path() -> Path:
 def load_gpu_table(path: Path | None = None) -> GpuTable:
     """Load and check the GPU table; BadInputError names the first problem."""
     path = path or gpus_path()
+    return cached("gpus", (path,), GpuTable, lambda: _parse(path))
+
+
+def _parse(path: Path) -> GpuTable:
+    from verl_setup.util.yamlread import YamlError, read_yaml  # noqa: PLC0415  # a cached table needs no YAML
+
     try:
         data, _ = read_yaml(path)
     except YamlError as exc:

@@ -10,6 +10,7 @@ from pathlib import Path
 from packaging.version import InvalidVersion, Version
 
 from verl_setup.errors import BadInputError
+from verl_setup.matrix.cache import cached
 from verl_setup.matrix.cuda import CudaRules
 from verl_setup.matrix.proof import PROOF_FILE, Level, ProofBook, load_proof
 from verl_setup.matrix.schema import CudaFile, Row, RowsFile
@@ -18,7 +19,6 @@ from verl_setup.util.databuild import Builder
 from verl_setup.util.paths import data_dir
 from verl_setup.util.versions import DriverVersion, parse_minor
 from verl_setup.util.vocab import suggest
-from verl_setup.util.yamlread import YamlError, read_yaml
 
 SCHEMA = 1
 
@@ -71,7 +71,7 @@ def _stamp(path: Path) -> tuple[int, int]:
 
 @lru_cache(maxsize=8)
 def _proof(rows_path: Path, _stamp: tuple[int, int]) -> ProofBook:
-    return load_proof(rows_path)
+    return cached("proof", (rows_path.parent / PROOF_FILE,), ProofBook, lambda: load_proof(rows_path))
 
 
 def default_matrix_path() -> Path:
@@ -86,6 +86,10 @@ def load_matrix(path: Path | None = None) -> Matrix:
 
 @lru_cache(maxsize=4)
 def _load(path: Path) -> Matrix:
+    return cached("matrix", (path, cuda_path_for(path)), Matrix, lambda: _parse(path))
+
+
+def _parse(path: Path) -> Matrix:
     problems, matrix = check(path)
     if matrix is None:
         more = (
@@ -111,6 +115,8 @@ def _is_file(path: Path) -> bool:
 
 def check(path: Path) -> tuple[list[str], Matrix | None]:
     """Every problem in a rows file and its CUDA facts, and the Matrix when there are none."""
+    from verl_setup.util.yamlread import YamlError, read_yaml  # noqa: PLC0415  # a cached matrix needs no YAML
+
     if not _is_file(path):
         return [f"{one_line(str(path))}: no such matrix file"], None
     try:

@@ -12,8 +12,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from verl_setup.errors import BadInputError
 from verl_setup.matrix.schema import Row
 from verl_setup.util.vocab import PROOF_LEVELS, ProofLevel
@@ -82,6 +80,8 @@ class ProofBook:
 
 def load_proof(rows_path: Path) -> ProofBook:
     """proof.yaml beside a rows file; a missing file is an empty book, a broken one exit 2."""
+    import yaml  # noqa: PLC0415  # a cached record needs no YAML parser
+
     path = rows_path.parent / PROOF_FILE
     try:
         text = path.read_text(encoding="utf-8")
@@ -145,6 +145,8 @@ def record(
     }
     header = "# Written by `verl-setup matrix prove` (make prove); do not edit by hand.\n"
     tmp = book.path.with_name(f".{book.path.name}.{os.getpid()}.tmp")
+    import yaml  # noqa: PLC0415
+
     tmp.write_text(header + yaml.safe_dump(data, sort_keys=False, width=100), encoding="utf-8")
     tmp.replace(book.path)
     return ProofBook(path=book.path, rows=rows)

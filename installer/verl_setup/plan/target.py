@@ -9,13 +9,15 @@ import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from verl_setup.errors import BadInputError, NoCompatibleRowError
-from verl_setup.host.facts import HostFacts, PythonInterpreter
 from verl_setup.matrix.cuda import CudaRules
 from verl_setup.util.versions import DriverVersion, fmt, parse_count, parse_minor, parse_python, shown
 from verl_setup.util.vocab import BACKEND_NAMES, ENGINE_NAMES, POLICIES, BackendName, Policy
+
+if TYPE_CHECKING:  # a plan from flags never reads a host, so never loads its classes
+    from verl_setup.host.facts import HostFacts, PythonInterpreter
 
 V = TypeVar("V")
 ENGINES = ENGINE_NAMES

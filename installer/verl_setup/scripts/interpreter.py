@@ -3,14 +3,14 @@
 `FUNCTION` defines `_interrogate(parts, names, requires)`; `CHILD` calls it from the command line
 (host/interpreter.py runs it), and verify's Ray task runs the same function on every node. It
 stays Python 2 compatible, so an old `python` on PATH still answers, and imports nothing it was
-not asked for, so a scan of every interpreter on a host stays quick.
+not asked for, so a scan of every interpreter on a host stays quick (without site, `-S`).
 """
 
 FUNCTION = r"""
 def _interrogate(parts=(), names="", requires=()):
-    # parts: "paths" (sysconfig's purelib), "markers" (PEP 508 environment markers, the host).
-    # names: "" no distributions, "*" every one, else comma-separated canonical names.
-    import re, sys
+    # parts: "paths" (prefixes, sysconfig's purelib), "markers" (PEP 508 environment markers,
+    # the host). names: "" no distributions, "*" every one, else comma-separated canonical names.
+    import sys
     def full(info):
         v = "%d.%d.%d" % (info[0], info[1], info[2])
         return v if info[3] == "final" else v + info[3][0] + str(info[4])
@@ -27,10 +27,10 @@ def _interrogate(parts=(), names="", requires=()):
         pass
     out = {"version": "%d.%d.%d" % tuple(sys.version_info[:3]), "full_version": full(sys.version_info),
            "implementation": getattr(impl, "name", "cpython"), "libpython": lib,
-           "executable": sys.executable, "prefix": sys.prefix,
-           "base_prefix": getattr(sys, "base_prefix", sys.prefix)}
-    if "paths" in parts:
+           "executable": sys.executable}
+    if "paths" in parts:  # a venv's prefix may be set by site (run without -S then)
         import sysconfig
+        out["prefix"], out["base_prefix"] = sys.prefix, getattr(sys, "base_prefix", sys.prefix)
         out["purelib"] = sysconfig.get_paths()["purelib"]
     if "markers" in parts:
         import os, platform, socket
@@ -46,6 +46,7 @@ def _interrogate(parts=(), names="", requires=()):
             "python_version": ".".join(platform.python_version_tuple()[:2]), "sys_platform": sys.platform,
         }
     if names:
+        import re
         wanted = None if names == "*" else set(names.split(","))
         dists = []
         try:
@@ -66,9 +67,10 @@ def _interrogate(parts=(), names="", requires=()):
 CHILD = (
     FUNCTION
     + r"""
-import json, sys
+import sys
 args = sys.argv[1:] + ["", "", ""]
 parts, names, requires = args[0].split(","), args[1], args[2].split(",")
-sys.stdout.write(json.dumps(_interrogate(parts, names, requires)))
+# A Python literal, not JSON: `import json` brings `re`, which doubles this child's start-up.
+sys.stdout.write(repr(_interrogate(parts, names, requires)))
 """
 )

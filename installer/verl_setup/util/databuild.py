@@ -9,9 +9,16 @@ import typing
 from typing import Any, Literal, TypeVar
 
 from verl_setup.util.vocab import suggest
-from verl_setup.util.yamlread import LinedDict
 
 T = TypeVar("T")
+
+
+# Here, not in yamlread.py: a host file is JSON, and reading one should not import a YAML parser.
+class LinedDict(dict[str, Any]):
+    """A mapping that remembers the line of itself and of each key (1-based)."""
+
+    line: int = 0
+    key_lines: dict[str, int]
 
 
 class Builder:

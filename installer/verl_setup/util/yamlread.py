@@ -12,15 +12,9 @@ from typing import Any
 import yaml
 
 from verl_setup.util.bounded import MAX_DEPTH, BoundError, one_line, read_capped
+from verl_setup.util.databuild import LinedDict
 
 MAX_BYTES = 4 * 2**20  # matrices/verl.yaml is ~60 KB
-
-
-class LinedDict(dict[str, Any]):
-    """A mapping that remembers the line of itself and of each key (1-based)."""
-
-    line: int = 0
-    key_lines: dict[str, int]
 
 
 class YamlError(Exception):
