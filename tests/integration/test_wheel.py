@@ -51,3 +51,17 @@ def test_wheel_installs_into_a_fresh_venv_and_lists_the_matrix(tmp_path: Path) -
         cwd=str(outside),
     )
     assert data.stdout.strip().endswith("_data/templates")
+    # The parsed-matrix cache lives in the user's folder: nothing is written into the install.
+    site = next((venv / "lib").glob("python3*/site-packages")) / "verl_setup"
+
+    def files() -> set[str]:
+        return {str(p.relative_to(site)) for p in site.rglob("*") if "__pycache__" not in p.parts}
+
+    before, cache = files(), tmp_path / "cache"
+    argv = [str(venv / "bin/verl-setup"), "plan", "--driver", "535.129.03", "--gpu", "H100", "--json"]
+    cached_env = {**os.environ, "VERL_SETUP_CACHE_DIR": str(cache)}
+    plans = [run(argv, timeout=60, cwd=str(outside), env=cached_env) for _ in range(2)]
+    assert [p.returncode for p in plans] == [0, 0], plans[0].stderr
+    assert plans[0].stdout == plans[1].stdout
+    assert {p.name.split("-")[0] for p in (cache / "parsed").glob("*.pickle")} == {"matrix", "gpus", "proof"}
+    assert files() == before
