@@ -139,24 +139,6 @@ def test_detect_gives_both_nodes_and_plan_names_the_odd_one(cluster: Cluster, cl
     assert f"lo on node {nodes[worker]['hostname']} ({worker[:8]})" in both.out
 
 
-def test_detect_takes_the_rendered_runtime_env(cluster: Cluster, tmp_path: Path) -> None:
-    rendered = tmp_path / "rendered"
-    made = run_cli("render", "ray", "--no-gpu", "--engine", "none", "--out", str(rendered))
-    assert made.code == 0, made.err
-    # render ray writes working_dir ./ and the env_vars verl's workers get; detection uploads
-    # no working_dir but its tasks get the env_vars, as the job's workers will.
-    assert "TOKENIZERS_PARALLELISM" in (rendered / "runtime_env.yaml").read_text()
-    out = tmp_path / "cluster.json"
-    with hard_limit(150):
-        result = run_cli(
-            "detect", "--ray", cluster.address, "--python", str(cluster.venv / "bin/python"),
-            "--runtime-env", str(rendered / "runtime_env.yaml"), "--out", str(out),
-        )  # fmt: skip
-    assert result.code == 0, result.err
-    nodes = json.loads(out.read_text())["nodes"].values()
-    assert [n["host"]["env"].get("TOKENIZERS_PARALLELISM") for n in nodes] == ["true", "true"]
-
-
 def kill_node(group: int) -> None:
     """SIGKILL one node's `ray start` group and every process below it (its raylet, workers, uv)."""
     table = _procs()
@@ -203,6 +185,25 @@ def test_install_on_node_local_prefixes_then_verify_passes_on_both(
         manifest = json.loads((root / node / "env" / "verl-setup.json").read_text())
         assert manifest["row"]["id"] == "cpu"
     assert not (LOCAL / "env").exists()  # nothing landed outside the nodes' own folders
+
+
+def test_detect_takes_the_rendered_runtime_env(cluster: Cluster, tmp_path: Path) -> None:
+    rendered = tmp_path / "rendered"
+    made = run_cli("render", "ray", "--no-gpu", "--engine", "none", "--out", str(rendered))
+    assert made.code == 0, made.err
+    # render ray writes working_dir ./ and the env_vars verl's workers get; detection uploads
+    # no working_dir but its tasks get the env_vars, as the job's workers will.
+    assert "TOKENIZERS_PARALLELISM" in (rendered / "runtime_env.yaml").read_text()
+    out = tmp_path / "cluster.json"
+    with hard_limit(150):
+        result = run_cli(
+            "detect", "--ray", cluster.address, "--python", str(cluster.venv / "bin/python"),
+            "--runtime-env", str(rendered / "runtime_env.yaml"), "--out", str(out),
+        )  # fmt: skip
+    assert result.code == 0, result.err
+    nodes = json.loads(out.read_text())["nodes"].values()
+    print([n["host"]["env"] for n in nodes])
+    assert [n["host"]["env"].get("TOKENIZERS_PARALLELISM") for n in nodes] == ["true", "true"]
 
 
 def test_killing_a_raylet_mid_install_names_that_node_and_the_other_keeps_its_result(
