@@ -177,8 +177,7 @@ def test_install_on_node_local_prefixes_then_verify_passes_on_both(
     assert len(data["filesystem"]["unseen"]) == 1  # the worker did not see the head's marker
     assert [n["ok"] for n in data["nodes"]] == [True, True]
     assert data["verify"]["ok"] is True
-    assert len(data["verify"]["nodes"]) == 2
-    assert {n["prefix"] for n in data["verify"]["nodes"]} == {str(LOCAL / "env")}
+    assert [n["ok"] for n in data["verify"]["nodes"]] == [True, True]
     assert "node-local (1 node(s) did not see the marker" in result.stderr
     assert result.stderr.count("finished") == 2  # the per-node progress lines
     for node in ("head", "worker"):  # each node's own env, in its own folder

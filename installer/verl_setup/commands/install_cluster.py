@@ -3,14 +3,11 @@
 from __future__ import annotations
 
 import argparse
-import io
-import json
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, TextIO
 
 from verl_setup.commands.plan_cluster import cluster_plan
-from verl_setup.environment.cluster import verify_cluster
 from verl_setup.environment.cluster_detect import runtime_env_for, shipped_package
 from verl_setup.environment.cluster_install import (
     NodeResult,
@@ -60,6 +57,7 @@ def run(args: argparse.Namespace, env: Mapping[str, str], out: TextIO) -> int:
     progress.step("install", f"{args.prefix} {where}; one line per node as it finishes")
     progress.end_line()
     with shipped_package() as package:
+        runtime_env = runtime_env_for(package if reach == "py_modules" else None, None)
         results = install_on_nodes(
             python,
             address,
@@ -68,37 +66,37 @@ def run(args: argparse.Namespace, env: Mapping[str, str], out: TextIO) -> int:
             env=env,
             timeout=args.timeout,
             reach=reach,
-            runtime_env=runtime_env_for(package if reach == "py_modules" else None, None),
+            runtime_env=runtime_env,
         )
-    for r in results:
-        progress.say(f"node {r.label}: " + (f"installed in {r.seconds:g}s" if r.ok else f"failed: {r.error}"))
-    good = [r for r in results if r.ok]
-    verified: dict[str, Any] | None = None
-    verify_error = None
-    if good:
-        progress.step(
-            "verify",
-            "verify --ray with the installed env's Python on "
-            + ("every node" if sharing.shared else "each installed node"),
-        )
-        report = io.StringIO()
-        try:
-            verify_cluster(
+        for r in results:
+            progress.say(
+                f"node {r.label}: " + (f"installed in {r.seconds:g}s" if r.ok else f"failed: {r.error}")
+            )
+        good = [r for r in results if r.ok]
+        verified: dict[str, Any] | None = None
+        verify_error = None
+        if good:
+            # `verify --prefix` on each node, in a child of its own: a Ray worker started with the
+            # env's py_executable also sees the raylet's site-packages (found as duplicates).
+            progress.step(
+                "verify", "verify --prefix on " + ("every node" if sharing.shared else "each installed node")
+            )
+            checked = install_on_nodes(
                 python,
                 address,
-                lock=None,
-                timeout=300,
-                env=env,
-                out=report,
-                as_json=args.json,
-                runtime_env={"py_executable": str(args.prefix / "bin" / "python")},
+                ["verify", "--prefix", str(args.prefix), "--json", "--no-import"],
                 only=() if sharing.shared else tuple(r.node_id for r in good),
+                env=env,
+                timeout=600,
+                reach=reach,
+                runtime_env=runtime_env,
             )
-        except CheckFailedError as exc:
-            verify_error = str(exc)
-        verified = json.loads(report.getvalue()) if args.json else None
-        if not args.json:
-            out.write(report.getvalue())
+            for r in checked:
+                progress.say(f"node {r.label}: " + ("verified" if r.ok else f"verify failed: {r.error}"))
+            bad = [r for r in checked if not r.ok]
+            verified = {"ok": not bad and bool(checked), "nodes": [r.to_json() for r in checked]}
+            if bad:
+                verify_error = _failure(bad, len(checked)).replace("install failed", "verify failed")
     failed = [r for r in results if not r.ok]
     if args.json:
         out.write(

@@ -4,8 +4,8 @@ Whether the prefix is shared is decided by evidence, not by name: a marker writt
 one node must be readable on every other (the filesystem type each node reports, NFS, Lustre,
 GPFS, BeeGFS or CephFS, is shown with it). Each node runs the ordinary `verl-setup install` (atomic:
 staging folder, verify, one rename) in a Ray task pinned to it, so a node that fails or dies keeps
-its old environment and the others keep their result. Then `verify --ray` runs on every node
-with the installed env's own Python (runtime_env py_executable).
+its old environment and the others keep their result. Then `verify --prefix` runs on every
+installed node, in a Ray task pinned to it.
 """
 
 from __future__ import annotations
