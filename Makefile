@@ -49,6 +49,7 @@ bench: $(STAMP)
 	$(BIN)/python bench/startup.py
 	$(BIN)/python bench/install.py
 	$(BIN)/python bench/diagnose.py --gib 1
+	$(BIN)/python bench/cluster.py
 
 clean:
 	rm -rf $(VENV) build dist .pytest_cache .mypy_cache .ruff_cache

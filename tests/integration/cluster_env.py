@@ -18,6 +18,7 @@ import os
 import subprocess
 import tempfile
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -33,8 +34,13 @@ PINS = ("ray==2.60.0", "torch==2.11.0", "pyarrow", "numpy", "safetensors")
 
 def torch_venv() -> Path:
     """The venv, built once (skip when the index cannot be reached and the cache is cold)."""
+    return cached_venv("ray-2.60.0-torch-2.11.0-verl-0.9.1-py3.12", [*PINS], ["--no-deps", "verl==0.9.1"])
+
+
+def cached_venv(name: str, *installs: list[str]) -> Path:
+    """A pyenv Python 3.12 venv under CACHE with each `uv pip install` argument list, built once."""
     CACHE.mkdir(parents=True, exist_ok=True)
-    venv = CACHE / "ray-2.60.0-torch-2.11.0-verl-0.9.1-py3.12"
+    venv = CACHE / name
     with (CACHE / ".lock").open("w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         if (venv / ".complete").exists():
@@ -44,13 +50,13 @@ def torch_venv() -> Path:
             pytest.skip("needs a CPython 3.12 under pyenv")
         env = {**os.environ, "UV_PYTHON_DOWNLOADS": "never"}
         uv = find_uv()
-        for argv in (
-            [uv, "venv", "-q", "--clear", "--python", str(pythons[-1]), str(venv)],
-            [uv, "pip", "install", "-q", "--python", str(venv / "bin/python"), *PINS],
-            [uv, "pip", "install", "-q", "--python", str(venv / "bin/python"), "--no-deps", "verl==0.9.1"],
-        ):
+        steps = [[uv, "venv", "-q", "--clear", "--python", str(pythons[-1]), str(venv)]]
+        steps += [
+            [uv, "pip", "install", "-q", "--python", str(venv / "bin/python"), *args] for args in installs
+        ]
+        for argv in steps:
             if subprocess.run(argv, env=env, capture_output=True, timeout=600, check=False).returncode:
-                pytest.skip(f"cannot install {' '.join(PINS)} here")
+                pytest.skip(f"cannot install {' '.join(argv[6:])} here")
         (venv / ".complete").write_text("ok")
     return venv
 
@@ -82,8 +88,18 @@ def _ports(base: int) -> list[str]:
     return [str(x) for pair in ports.items() for x in pair]
 
 
-def start_cluster(venv: Path, base: int) -> Cluster:
-    """Head on base.., worker node on base+30..; returns once both nodes are alive."""
+def start_cluster(
+    venv: Path,
+    base: int,
+    *,
+    node_env: Mapping[str, Mapping[str, str]] | None = None,
+    wrap: Mapping[str, list[str]] | None = None,
+    wait_s: float = 90,
+) -> Cluster:
+    """Head on base.., worker node on base+30..; returns once both nodes are alive.
+
+    `node_env` adds variables to one node's `ray start` ("head" or "worker"): what its tasks
+    see, as a differently configured machine would; `wrap` puts a command before it (unshare)."""
     ray = str(venv / "bin/ray")
     temp = Path(tempfile.mkdtemp(prefix="rc", dir="/tmp"))  # socket paths < 108 chars
     env = {k: v for k, v in _clean_env().items() if not k.startswith(("NCCL_", "GLOO_"))}
@@ -92,21 +108,23 @@ def start_cluster(venv: Path, base: int) -> Cluster:
     head_argv += [*common, *_ports(base), "--temp-dir", str(temp / "ray"), "--include-dashboard", "false"]
     worker_argv = [ray, "start", "--address", f"127.0.0.1:{base}", *common, *_ports(base + 30)]
     procs = []
-    for name, argv in (("head", head_argv), ("worker", worker_argv)):
+    for name, bare in (("head", head_argv), ("worker", worker_argv)):
         log = (temp / f"{name}.log").open("wb")
-        proc = subprocess.Popen(argv, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+        argv = [*(wrap or {}).get(name, []), *bare]
+        own = {**env, **(node_env or {}).get(name, {})}
+        proc = subprocess.Popen(argv, env=own, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
         _STARTED[proc.pid] = proc
         procs.append(proc)
         if name == "head":
             try:
-                _wait_nodes(venv, base, 1, env, temp)
+                _wait_nodes(venv, base, 1, env, temp, wait_s=wait_s)
             except BaseException:
                 stop_head(Head(port=base, temp=temp, group=proc.pid, dashboard=None))
                 raise
     head = Head(port=base, temp=temp, group=procs[0].pid, dashboard=None)
     cluster = Cluster(head=head, worker_group=procs[1].pid, venv=venv)
     try:
-        _wait_nodes(venv, base, 2, env, temp)
+        _wait_nodes(venv, base, 2, env, temp, wait_s=wait_s)
     except BaseException:
         stop_cluster(cluster)
         raise
@@ -119,7 +137,7 @@ def stop_cluster(cluster: Cluster) -> None:
     stop_head(cluster.head)
 
 
-def _wait_nodes(venv: Path, port: int, count: int, env: dict[str, str], temp: Path) -> None:
+def _wait_nodes(venv: Path, port: int, count: int, env: dict[str, str], temp: Path, *, wait_s: float) -> None:
     """Poll the GCS (one short-lived client per try) until `count` nodes are alive."""
     script = (
         "import sys\nfrom ray._raylet import GcsClient\n"
@@ -127,7 +145,7 @@ def _wait_nodes(venv: Path, port: int, count: int, env: dict[str, str], temp: Pa
         f"sys.exit(0 if sum(1 for n in nodes if n.state == 0) >= {count} else 1)\n"
     )
     started = time.monotonic()
-    while time.monotonic() - started < 90:
+    while time.monotonic() - started < wait_s:
         if any(p.poll() is not None for p in _STARTED.values() if str(venv) in str(p.args)):
             break
         try:

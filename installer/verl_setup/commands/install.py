@@ -30,6 +30,15 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--import-timeout", type=float, default=900.0, metavar="S", help="for the import probe (900)"
     )
+    g = p.add_argument_group("every node of a cluster (a prefix path the same on each node)")
+    g.add_argument("--cluster", type=Path, metavar="FILE", help="install the cluster plan's row on its nodes")
+    g.add_argument("--ray", metavar="ADDRESS", help="the Ray head (default: the cluster file's)")
+    g.add_argument("--ray-python", metavar="EXE", help="interpreter with the cluster's ray (default .venv)")
+    g.add_argument(
+        "--installed", action="store_true",
+        help="run each node's own verl-setup from PATH (default: ship this package as py_modules)",
+    )  # fmt: skip
+    g.add_argument("--timeout", type=float, default=3600.0, metavar="S", help="per node (3600)")
     add_recipe_flags(p)
     add_plan_flags(p)
     p.set_defaults(run=run)
@@ -51,6 +60,10 @@ def options_from_args(args: argparse.Namespace) -> InstallOptions:
 
 def run(args: argparse.Namespace, env: Mapping[str, str], out: TextIO) -> int:
     """Install; with --json a result object on stdout, on failure too (then the error, exit code)."""
+    if args.cluster is not None:
+        from verl_setup.commands import install_cluster  # noqa: PLC0415
+
+        return install_cluster.run(args, env, out)
     progress = Progress(quiet=args.quiet)
     try:
         result = install(

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Mapping
+from pathlib import Path
 from typing import TextIO
 
 from verl_setup.commands.common import extension_requests, plan_for, wheel_sources
@@ -16,13 +17,20 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     """The plan flags."""
     p.add_argument("--json", action="store_true", help="machine-readable plan")
     p.add_argument("--explain", action="store_true", help="show evidence and every rejected row")
+    p.add_argument(
+        "--cluster", type=Path, metavar="FILE", help="one row for every node of a cluster file (detect --ray)"
+    )
     add_plan_flags(p)
     add_recipe_flags(p)
     p.set_defaults(run=run)
 
 
 def run(args: argparse.Namespace, env: Mapping[str, str], out: TextIO) -> int:
-    """Plan and print."""
+    """Plan and print (one row for every node with --cluster)."""
+    if args.cluster is not None:
+        from verl_setup.commands import plan_cluster  # noqa: PLC0415
+
+        return plan_cluster.run(args, env, out)
     from verl_setup.plan.outlook import outlook, outlook_lines  # noqa: PLC0415
 
     plan = plan_for(args, env)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 from collections.abc import Mapping
 from pathlib import Path
 from typing import TextIO
@@ -23,14 +24,27 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--dry-run", action="store_true", help="show what would be written, write nothing")
     p.add_argument("--force", action="store_true", help="overwrite files that differ (hand edits are lost)")
     p.add_argument("--json", action="store_true", help="machine-readable list of files and their status")
+    p.add_argument(
+        "--cluster", type=Path, metavar="FILE",
+        help="plan for every node of a cluster file; its nodes, GPUs, head and interfaces shape the files",
+    )  # fmt: skip
     add_artifact_flags(p)
     add_plan_flags(p)
     p.set_defaults(run=run)
 
 
 def run(args: argparse.Namespace, env: Mapping[str, str], out: TextIO) -> int:
-    """Plan, then render."""
-    return run_render(args, plan_for(args, env), out)
+    """Plan (for one machine, or every node of --cluster), then render."""
+    if args.cluster is None:
+        return run_render(args, plan_for(args, env), out)
+    from verl_setup.commands.plan_cluster import cluster_plan  # noqa: PLC0415
+    from verl_setup.render.cluster_options import cluster_options  # noqa: PLC0415
+
+    plan = cluster_plan(args, env)
+    options, warnings = cluster_options(options_from_args(args), plan.cluster)
+    for warning in warnings:
+        sys.stderr.write(f"verl-setup: warning: {warning}\n")
+    return run_render(args, plan.plan, out, options=options)
 
 
 def options_from_args(args: argparse.Namespace) -> RenderOptions:
@@ -58,9 +72,11 @@ def options_from_args(args: argparse.Namespace) -> RenderOptions:
     )
 
 
-def run_render(args: argparse.Namespace, plan: Plan, out: TextIO) -> int:
+def run_render(
+    args: argparse.Namespace, plan: Plan, out: TextIO, *, options: RenderOptions | None = None
+) -> int:
     """Render; refuse to clobber a changed file without --force (exit 2, naming it)."""
-    files = compare(render(plan, options_from_args(args)), args.out, force=args.force)
+    files = compare(render(plan, options or options_from_args(args)), args.out, force=args.force)
     conflicts = [f.name for f in files if f.status == "changed"]
     error = None
     if conflicts and not args.dry_run:

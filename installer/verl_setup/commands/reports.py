@@ -49,21 +49,11 @@ def host_text(facts: HostFacts) -> str:
 def plan_text(plan: Plan, *, explain: bool) -> str:
     """`verl-setup plan` without --json."""
     row = plan.row
-    engine = "no engine" if row.engine.name == "none" else f"{row.engine.name} {row.engine.version}"
-    cuda = f"+cu{row.torch.cuda.replace('.', '')}" if row.torch.cuda else ""
-    _, proof = plan.matrix.proof_of(row)
-    lines = [
-        f"selected   {row.id}: verl {row.verl.version}, {engine}, "
-        f"torch {row.torch.version}{cuda}, Python {plan.python} (policy {plan.policy})",
-        f"proof      {proof}",
-        "install    " + " ".join(row.requirements()),
-    ]
-    if plan.index_url:
-        lines.append(f"index      torch from {plan.index_url}")
+    lines = selected_lines(plan)
     if explain:
         lines.append("facts used")
         for name, fact in plan.target.facts_json().items():
-            lines.append(f"  {name:<10} {_short(fact['value'])}  <- {fact['source']}")
+            lines.append(f"  {name:<10} {short(fact['value'])}  <- {fact['source']}")
         lines.append("evidence")
         lines += [f"  {key:<28} {text}" for key, text in row.evidence.items()]
     lines += [f"warning    {w}" for w in plan.warnings]
@@ -81,7 +71,24 @@ def plan_text(plan: Plan, *, explain: bool) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _short(value: object) -> str:
+def selected_lines(plan: Plan, suffix: str = "") -> list[str]:
+    """The chosen row, its proof, what gets installed and from where."""
+    row = plan.row
+    engine = "no engine" if row.engine.name == "none" else f"{row.engine.name} {row.engine.version}"
+    cuda = f"+cu{row.torch.cuda.replace('.', '')}" if row.torch.cuda else ""
+    _, proof = plan.matrix.proof_of(row)
+    lines = [
+        f"selected   {row.id}: verl {row.verl.version}, {engine}, "
+        f"torch {row.torch.version}{cuda}, Python {plan.python} (policy {plan.policy}){suffix}",
+        f"proof      {proof}",
+        "install    " + " ".join(row.requirements()),
+    ]
+    if plan.index_url:
+        lines.append(f"index      torch from {plan.index_url}")
+    return lines
+
+
+def short(value: object) -> str:
     if isinstance(value, list):
         return ", ".join(f"{g['name']} (sm {g['compute_capability']})" for g in value) or "none"
     return "-" if value is None else str(value)

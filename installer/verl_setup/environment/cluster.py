@@ -8,58 +8,18 @@ hangs in ray.init and ignores SIGTERM, so it is SIGKILLed.
 
 from __future__ import annotations
 
-import ipaddress
-import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
 
 from verl_setup.environment.lock import Lock
+from verl_setup.environment.ray_tasks import loopback_env, run_on_every_node
 from verl_setup.environment.verify import PROBE_FUNCTION, Expected, Finding, Snapshot, compare, from_lock
 from verl_setup.errors import CheckFailedError
 from verl_setup.output import envelope
-from verl_setup.util.runner import ProgramError, run
 
-RESULT_MARK = "VERL_SETUP_RESULT "
-_DRIVER = (
-    PROBE_FUNCTION
-    + r"""
-import json, sys
-address, task_timeout = sys.argv[1], float(sys.argv[2])
-def done(result):
-    sys.stdout.write("\n"""
-    + RESULT_MARK
-    + r"""" + json.dumps(result) + "\n")
-    sys.stdout.flush()
-    sys.exit(0)
-try:
-    import ray
-    from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
-    ray.init(address=address, logging_level="ERROR", log_to_driver=False)
-    nodes = [n for n in ray.nodes() if n.get("Alive")]
-except Exception as exc:
-    done({"error": "%s: %s" % (type(exc).__name__, str(exc).strip().splitlines()[0][:300])})
-probe = ray.remote(num_cpus=0)(_probe)
-refs = [probe.options(scheduling_strategy=NodeAffinitySchedulingStrategy(n["NodeID"], soft=False)).remote()
-        for n in nodes]
-ready, _ = ray.wait(refs, num_returns=len(refs), timeout=task_timeout)
-result = []
-for node, ref in zip(nodes, refs):
-    entry = {"node_id": node["NodeID"], "ip": node["NodeManagerAddress"],
-             "head": "node:__internal_head__" in node.get("Resources", {})}
-    if ref in ready:
-        try:
-            entry["probe"] = ray.get(ref)
-        except Exception as exc:
-            entry["error"] = "%s: %s" % (type(exc).__name__, str(exc).strip().splitlines()[-1][:300])
-    else:
-        entry["error"] = ("no answer within %gs (Ray refuses workers whose Python differs from the "
-                          "head's, or the node is busy or unreachable)" % task_timeout)
-    result.append(entry)
-done({"nodes": result})
-"""
-)
+__all__ = ["Node", "compare_nodes", "loopback_env", "probe_cluster", "verify_cluster"]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -78,34 +38,28 @@ class Node:
         return f"{'head' if self.head else 'node'} {self.node_id[:8]} at {self.ip}"
 
 
-def loopback_env(address: str, env: Mapping[str, str]) -> dict[str, str]:
-    """For a cluster on 127.0.0.1, keep the client on loopback (Ray would swap in the host's IP)."""
-    out = dict(env)
-    host = address.rsplit(":", 1)[0].strip("[]") if ":" in address else address
-    try:
-        loopback = host == "localhost" or ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        loopback = False
-    if loopback:
-        out.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")
-    return out
+def probe_cluster(
+    python: Path,
+    address: str,
+    *,
+    timeout: float,
+    env: Mapping[str, str],
+    runtime_env: Mapping[str, Any] | None = None,
+    only: Sequence[str] = (),
+) -> list[Node]:
+    """One probe task pinned to each alive node; never waits longer than `timeout` seconds.
 
-
-def probe_cluster(python: Path, address: str, *, timeout: float, env: Mapping[str, str]) -> list[Node]:
-    """One probe task pinned to each alive node; never waits longer than `timeout` seconds."""
-    task_timeout = max(5.0, timeout * 0.75)
-    argv = [str(python), "-c", _DRIVER, address, f"{task_timeout:g}"]
-    try:
-        out = run(argv, timeout=timeout, env=loopback_env(address, env))
-    except ProgramError as exc:
-        raise CheckFailedError(f"Ray cluster at {address}: {exc} (is the head reachable from here?)") from exc
-    lines = [ln for ln in out.stdout.splitlines() if ln.startswith(RESULT_MARK)]
-    if not lines:
-        tail = (out.stderr.strip().splitlines() or ["no output"])[-1]
-        raise CheckFailedError(f"Ray cluster at {address}: the probe failed ({tail})")
-    data = json.loads(lines[-1][len(RESULT_MARK) :])
-    if "error" in data:
-        raise CheckFailedError(f"cannot verify the Ray cluster at {address} from {python}: {data['error']}")
+    With a runtime env that sets py_executable, the workers (so the probe) run that interpreter."""
+    answers = run_on_every_node(
+        python,
+        address,
+        PROBE_FUNCTION,
+        timeout=timeout,
+        env=env,
+        what="verify",
+        runtime_env=runtime_env,
+        only=only,
+    )
     return [
         Node(
             node_id=n["node_id"],
@@ -114,7 +68,7 @@ def probe_cluster(python: Path, address: str, *, timeout: float, env: Mapping[st
             snapshot=Snapshot.from_json(n["probe"]) if "probe" in n else None,
             error=n.get("error"),
         )
-        for n in data["nodes"]
+        for n in answers.nodes
     ]
 
 
@@ -155,9 +109,11 @@ def verify_cluster(
     env: Mapping[str, str],
     out: TextIO,
     as_json: bool,
+    runtime_env: Mapping[str, Any] | None = None,
+    only: Sequence[str] = (),
 ) -> int:
     """`verify --ray ADDRESS`: report every node; exit 5 if any differs or does not answer."""
-    nodes = probe_cluster(python, address, timeout=timeout, env=env)
+    nodes = probe_cluster(python, address, timeout=timeout, env=env, runtime_env=runtime_env, only=only)
     results = compare_nodes(nodes, lock)
     bad = [(node, findings) for node, findings, _ in results if findings]
     if not as_json:

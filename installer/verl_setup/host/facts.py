@@ -6,7 +6,7 @@ import dataclasses
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from verl_setup.errors import BadInputError
 from verl_setup.util.bounded import MAX_DEPTH, BoundError, depth, one_line, read_capped
@@ -151,30 +151,43 @@ def load_host_file(path: Path) -> HostFacts:
 
     Bounded before it is parsed: a regular file (a FIFO would hang, /dev/zero fill memory) of at
     most MAX_HOST_FILE bytes, nested at most MAX_DEPTH deep, numbers within int()'s limit."""
+    return host_from_data(read_json_file(path, MAX_HOST_FILE, "host file"), str(path))
+
+
+def read_json_file(path: Path, cap: int, what: str) -> object:
+    """A JSON file read bounded (a regular file of at most `cap` bytes, MAX_DEPTH deep, numbers
+    int() can take); BadInputError naming `what` and the file otherwise."""
     shown = repr(one_line(str(path)))
     try:
-        raw = read_capped(path, MAX_HOST_FILE, "host file")
+        raw = read_capped(path, cap, what)
     except BoundError as exc:
         raise BadInputError(str(exc)) from exc
     try:
         data = json.loads(raw.decode("utf-8"))
     except (ValueError, UnicodeDecodeError) as exc:  # JSONDecodeError, or a 5000-digit number
-        raise BadInputError(f"host file {shown} is not JSON we can use: {one_line(str(exc))}") from exc
+        raise BadInputError(f"{what} {shown} is not JSON we can use: {one_line(str(exc))}") from exc
     except RecursionError as exc:
-        raise BadInputError(f"host file {shown} is nested too deeply") from exc
+        raise BadInputError(f"{what} {shown} is nested too deeply") from exc
     if depth(data) > MAX_DEPTH:
-        raise BadInputError(f"host file {shown} is nested deeper than {MAX_DEPTH} levels")
+        raise BadInputError(f"{what} {shown} is nested deeper than {MAX_DEPTH} levels")
+    return data
+
+
+def host_from_data(data: object, where: str) -> HostFacts:
+    """A parsed `detect --json` object as HostFacts (a host file's, or one node's of a cluster file)."""
+    shown = repr(one_line(where))
     if not isinstance(data, dict):
         raise BadInputError(f"host file {shown}: expected a JSON object")
-    if data.get("command") == "detect" and isinstance(data.get("data"), dict):
-        data = data["data"]  # `detect --json` as printed (the envelope); the bare object also works
-    if data.get("schema") != SCHEMA:
+    doc: dict[str, Any] = data
+    if doc.get("command") == "detect" and isinstance(doc.get("data"), dict):
+        doc = doc["data"]  # `detect --json` as printed (the envelope); the bare object also works
+    if doc.get("schema") != SCHEMA:
         raise BadInputError(
-            f"host file {shown}: schema {one_line(repr(data.get('schema')))} is not {SCHEMA} "
+            f"host file {shown}: schema {one_line(repr(doc.get('schema')))} is not {SCHEMA} "
             "(make it with `verl-setup detect --json`)"
         )
-    builder = Builder(str(path))
-    facts = builder.build(HostFacts, data, "", 0)
+    builder = Builder(where)
+    facts = builder.build(HostFacts, doc, "", 0)
     if facts is None:
         raise BadInputError(f"host file {one_line(builder.problems[0])}")
     return facts

@@ -180,7 +180,9 @@ def relevant_env(env: dict[str, str]) -> dict[str, str]:
         if name in env and not _SECRET.search(name):
             picked[name] = _mask_url(env[name]) if "INDEX" in name else env[name]
     for name in sorted(env):
-        if name.startswith(("VERL_SETUP_", "VLLM_", "NCCL_", "SGLANG_")) and not _SECRET.search(name):
+        if name.startswith(("VERL_SETUP_", "VLLM_", "NCCL_", "GLOO_", "SGLANG_")) and not _SECRET.search(
+            name
+        ):
             picked.setdefault(name, env[name])
     return picked
 

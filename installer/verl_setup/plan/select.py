@@ -78,7 +78,7 @@ def select(target: Target, matrix: Matrix) -> Plan:
     fitting: list[Row] = []
     rejected: list[Rejection] = []
     for row in matrix.rows:
-        rejection = _rejection(row, target, matrix)
+        rejection = rejection_of(row, target, matrix)
         if rejection is None:
             fitting.append(row)
         else:
@@ -114,7 +114,7 @@ def select(target: Target, matrix: Matrix) -> Plan:
     )
 
 
-def _rejection(row: Row, target: Target, matrix: Matrix) -> Rejection | None:
+def rejection_of(row: Row, target: Target, matrix: Matrix) -> Rejection | None:
     """Why `row` does not fit, with what would have to change; None when it fits."""
     asked = request_reasons(row, target)
     driver = driver_reasons(row, target, matrix) if _gpu_row_on_gpu_host(row, target) else []
