@@ -114,7 +114,7 @@ def test_verify_fails_with_exit_5_on_the_abi_finding_and_passes_without_it(
             timeout=300,
             check=False,
         )
-        outcomes[label] = (done.returncode, json.loads(done.stdout), done.stderr)
+        outcomes[label] = (done.returncode, json.loads(done.stdout)["data"], done.stderr)
     code, report, stderr = outcomes["old"]
     assert code == 5, stderr
     assert report["findings"] == []  # every distribution matches: the ABI alone fails it

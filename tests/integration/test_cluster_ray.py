@@ -171,7 +171,7 @@ def test_install_on_node_local_prefixes_then_verify_passes_on_both(
         )  # fmt: skip
     print(result.stderr)
     assert result.returncode == 0, result.stderr[-3000:]
-    data = json.loads(result.stdout)
+    data = json.loads(result.stdout)["data"]
     assert data["row"] == "cpu"
     assert data["filesystem"]["shared"] is False  # each node has its own folder at LOCAL
     assert len(data["filesystem"]["unseen"]) == 1  # the worker did not see the head's marker

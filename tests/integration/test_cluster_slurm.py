@@ -128,7 +128,7 @@ def test_detect_through_srun_inside_salloc_gives_the_cluster_file(
     assert data["missing"] == {}
     plan = run_cli("plan", "--cluster", str(out), "--json")
     assert plan.code == 0, plan.err
-    assert list(json.loads(plan.out)["cluster"]["nodes"]) == [name]
+    assert list(json.loads(plan.out)["data"]["cluster"]["nodes"]) == [name]
 
 
 def test_detect_inside_an_sbatch_job_gives_the_same_shape(slurm: dict[str, str], tmp_path: Path) -> None:

@@ -162,7 +162,7 @@ def test_the_whole_stack_installs_from_a_wheelhouse_without_a_flag_and_a_wrong_t
     assert taken["source"] == f"user {good}"
     assert taken["url"].endswith("/good/wheels/flash_attn-2.8.3-cp312-cp312-linux_x86_64.whl")
     assert "built for torch 2.11.0" in result.stderr
-    assert "abi" in [s["step"] for s in json.loads(result.stdout)["steps"]]
+    assert "abi" in [s["step"] for s in json.loads(result.stdout)["data"]["steps"]]
     probe = {m["module"]: m["outcome"] for m in record["import_probe"]["modules"]}
     assert probe["flash_attn"] == "ok"  # imports torch, then the compiled module
     # The install's own verify ran the import probe; this one reads versions and the ABI again.
@@ -170,7 +170,7 @@ def test_the_whole_stack_installs_from_a_wheelhouse_without_a_flag_and_a_wrong_t
         "verify", "--prefix", str(prefix), "--no-import", "--json", env=env_with(good), timeout=900
     )
     assert verified.returncode == 0, verified.stdout + verified.stderr
-    report = json.loads(verified.stdout)
+    report = json.loads(verified.stdout)["data"]
     assert report["abi"]["ok"] is True
     assert any("verl_abi_probe" in path for path in report["abi"]["checked"])
 

@@ -86,7 +86,7 @@ def house(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, Any
     assert done.returncode == 0, done.stderr[-4000:]
     shutil.rmtree(cached, ignore_errors=True)
     shutil.copytree(out, cached)
-    return cached, json.loads(done.stdout)
+    return cached, json.loads(done.stdout)["data"]
 
 
 def test_the_build_compiles_a_cuda_extension_with_pypi_nvcc_into_a_pep503_folder(
@@ -126,7 +126,7 @@ def test_a_second_run_builds_nothing(house: tuple[Path, dict[str, Any] | None], 
     shutil.copytree(root, again)
     done = build(again, tmp_path / "no-such-source.tar.gz", heavy=False)  # the source is not even read
     assert done.returncode == 0, done.stderr
-    (kept,) = json.loads(done.stdout)["wheels"]
+    (kept,) = json.loads(done.stdout)["data"]["wheels"]
     assert kept["status"] == "present"
     assert "in the wheelhouse" in done.stderr
     assert [e.wheel.name for e in Wheelhouse(again).entries(verify=True)] == [WHEEL]
