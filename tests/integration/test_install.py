@@ -143,8 +143,8 @@ def test_dry_run_prints_the_exact_uv_commands_and_changes_nothing(tmp_path: Path
     pips = [line for line in lines if " pip install " in line]
     assert "--relocatable" in venv
     assert venv.split()[-1] == str(tmp_path / f".env.staging-{venv.split('-')[-1]}")
-    assert pips[0].endswith(" torch==0.0.2+tiny")  # torch first, alone
-    assert pips[-1].split(" --python ")[1].split()[1:] == [
+    assert pips[0].split(" --only-binary ")[0].endswith(" torch==0.0.2+tiny")  # torch first, alone
+    assert pips[-1].split(" --only-binary ")[0].split(" --python ")[1].split()[1:] == [
         "verl==0.0.2+tiny",
         "torch==0.0.2+tiny",
         "six==1.17.0",

@@ -50,6 +50,11 @@ def resolve(row: Row, python: str, folder: Path, requirements: list[str] | None 
     argv = compile_command(
         find_uv(), row=row, matrix=MATRIX, python=python, requirements=req_file, overrides=overrides
     )
+    # Resolutions are binary-only; the packages built against torch are built on purpose (the
+    # recipe's own step gives them --no-binary), so their sdists may be read here too.
+    for name in MATRIX.rows_file.torch_extensions:
+        if name in row.packages:
+            argv += ["--no-binary", name]
     out = run(argv, timeout=UV_TIMEOUT, env=uv_env())
     if out.returncode != 0:
         if MATRIX.index_url(row) and UNREACHABLE.search(out.stderr):

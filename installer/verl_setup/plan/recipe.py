@@ -261,6 +261,9 @@ def _loose_step(row: Row, skipped: tuple[str, ...]) -> Step:
             f"{n} @ {row.sources[n]}" if n in row.sources else f"{n}=={row.packages[n]}" for n in names
         ),
         no_deps=True,
+        # A direct reference (a git URL) is a source tree: it is built on purpose, like the
+        # packages built against torch, while every other package stays binary-only.
+        sdists=tuple(n for n in names if n in row.sources),
     )
 
 
