@@ -135,7 +135,7 @@ run "$UV" pip install --python "$VENV/bin/python" torch==2.11.0 torchvision==0.2
 # 10. verl: verl 0.9.1, with every pin again so nothing drifts.
 run "$UV" pip install --python "$VENV/bin/python" 'verl[vllm]==0.9.1' torch==2.11.0 torchvision==0.26.0 torchaudio==2.11.0 vllm==0.24.0 flashinfer-python==0.6.12 ray==2.58.0 transformers==5.9.0 tensordict==0.10.0 numpy==2.2.6 cupy-cuda13x==14.0.1 liger-kernel==0.8.5 trl==0.27.0 flash-linear-attention==0.5.2 torchcodec==0.11.1 transformer-engine==2.16.1 transformer-engine-cu13==2.16.1 megatron-core==0.18.0 nvidia-modelopt==0.44.0 onnxscript==0.7.2 nvidia-mathdx==25.6.0 --override "$OVERRIDES" --only-binary :all: --no-binary antlr4-python3-runtime
 # 11. no-deps: megatron-bridge, mbridge without their dependencies, as verl's own uv flow installs them.
-run "$UV" pip install --python "$VENV/bin/python" megatron-bridge==0.5.0 'mbridge @ git+https://github.com/ISEEKYAN/mbridge.git@641a5a0' --only-binary :all: --no-binary antlr4-python3-runtime --no-deps
+run "$UV" pip install --python "$VENV/bin/python" megatron-bridge==0.5.0 'mbridge @ git+https://github.com/ISEEKYAN/mbridge.git@641a5a0' --only-binary :all: --no-binary antlr4-python3-runtime --no-binary mbridge --no-deps
 say 'apex 0.1 left out: verl'"'"'s own code never imports apex (git grep at v0.9.0); megatron-core uses apex'"'"'s fused kernels only where TransformerEngine'"'"'s are missing, so with TransformerEngine built nothing is lost'
 
 # 12. verify: every pin is what got installed (metadata only), then the
