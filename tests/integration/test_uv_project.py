@@ -113,3 +113,23 @@ def test_gpu_row_locks_with_its_flash_attn_wheel_routed_to_an_explicit_index(tmp
     for pin in load_matrix().row("verl0.9-vllm0.24.0").requirements():
         name, _, want = pin.partition("==")
         assert packages[name.split("[")[0]]["version"] == want, pin
+
+
+def test_a_project_that_does_not_lock_is_exit_4_in_one_line_and_writes_nothing(tmp_path: Path) -> None:
+    out = tmp_path / "team-env"
+    out.mkdir()
+    (out / "pyproject.toml").write_text("# the team's own file\n")
+    env = {**os.environ, "UV_OFFLINE": "1", "UV_CACHE_DIR": str(tmp_path / "empty-cache")}
+    result = subprocess.run(
+        [sys.executable, "-m", "verl_setup", "render", "uv-project", "--out", str(out), "--no-gpu", "-q"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=TIMEOUT,
+        check=False,
+    )
+    assert result.returncode == 4, result.stderr
+    (line,) = result.stderr.splitlines()
+    assert line.startswith("verl-setup: error: row cpu's uv project does not lock: ")
+    assert sorted(p.name for p in out.iterdir()) == ["pyproject.toml"]
+    assert (out / "pyproject.toml").read_text() == "# the team's own file\n"

@@ -11,7 +11,7 @@ from typing import TextIO
 from verl_setup.commands.common import extension_requests, plan_for, wheel_sources
 from verl_setup.commands.flags import add_artifact_flags, add_plan_flags
 from verl_setup.errors import BadInputError
-from verl_setup.output import emit
+from verl_setup.output import Progress, emit
 from verl_setup.plan.select import Plan
 from verl_setup.render.templates import RenderedFile, RenderOptions, compare, expand_targets, render, write
 from verl_setup.util.vocab import RENDER_TARGETS
@@ -124,15 +124,15 @@ def _uv_lock(
     from verl_setup.render.templates import TARGETS, uv_project_of  # noqa: PLC0415
     from verl_setup.render.uv_project import lock  # noqa: PLC0415
 
-    def warn(text: str) -> None:
-        sys.stderr.write(f"verl-setup: {text}\n")
-
+    progress = Progress(quiet=getattr(args, "quiet", False))
     for warning in uv_project_of(plan, options).warnings:
-        warn(f"warning: {warning}")
+        progress.say(f"warning: {warning}")
     if args.dry_run:
-        warn("uv.lock: not resolved in a dry run (`uv lock` runs when the files are written)")
+        progress.say("uv.lock: not resolved in a dry run (`uv lock` runs when the files are written)")
         return []
     names = {name for _, name, _ in TARGETS["uv-project"]}
     project_files = {f.name: f.content for f in rendered if f.name in names}
-    text = lock(project_files, plan=plan, out=args.out, env=env, warn=warn)
+    progress.step("uv lock", f"row {plan.row.id} for Python {plan.python} (the bundled uv resolves it)")
+    text = lock(project_files, plan=plan, out=args.out, env=env, warn=progress.say)
+    progress.step("done", "uv.lock resolved")
     return [RenderedFile(name="uv.lock", content=text, executable=False)]
