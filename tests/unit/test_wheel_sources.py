@@ -103,8 +103,9 @@ def test_plan_says_per_extension_what_install_will_do() -> None:
     entries = {e["name"]: e for e in outlook(plan_for(MEGATRON), requests={}, wheel_sources=(), env={})}
     assert entries["flash-attn"]["mode"] == "wheel"
     assert entries["flash-attn"]["source"] == "verl-wheelhouse"
-    assert entries["transformer-engine-torch"]["mode"] == "refuse"
-    assert "verl-setup wheelhouse build" in entries["transformer-engine-torch"]["reason"]
+    # verl's wheelhouse serves TransformerEngine whole (tests/unit/test_whole_wheel.py).
+    assert entries["transformer-engine-torch"]["mode"] == "wheel"
+    assert "the whole transformer-engine in one wheel" in entries["transformer-engine-torch"]["reason"]
     built = outlook(plan_for(MEGATRON), requests={"apex": "build"}, wheel_sources=(), env={})
     assert {e["name"]: e["mode"] for e in built}["apex"] == "build"
 
