@@ -7,7 +7,10 @@ test installs real compiled ones: tests/integration/test_megatron_wheels.py)."""
 from __future__ import annotations
 
 import dataclasses
+import functools
+import http.server
 import json
+import threading
 from pathlib import Path
 
 import pytest
@@ -16,7 +19,7 @@ from tests.render_scenarios import Scenario, plan_for
 from verl_setup.environment.wheel_pick import resolve_wheels
 from verl_setup.errors import InstallError
 from verl_setup.plan.outlook import outlook
-from verl_setup.plan.recipe import Recipe, build_recipe
+from verl_setup.plan.recipe import Choice, Recipe, build_recipe
 
 TE = "transformer-engine-torch"
 WHOLE = "transformer_engine-2.16.1-cp312-cp312-linux_x86_64.whl"
@@ -158,3 +161,29 @@ def test_a_whole_wheel_built_for_another_torch_is_passed_over_naming_it(tmp_path
     assert f"{TE} 2.16.1 has no prebuilt wheel for torch 2.11.0" in message
     assert f"user {simple}: only wheels built for torch 2.13.0" in message
     assert "nothing was changed" in message
+
+
+def test_an_http_index_without_a_page_for_the_whole_project_falls_back_to_the_torch_module(
+    tmp_path: Path,
+) -> None:
+    """A 404 for /simple/transformer-engine/ means the index does not hold it, not that it is down."""
+    index(tmp_path, {TE: {MODULE: "2.11.0"}})
+    handler = functools.partial(_Quiet, directory=str(tmp_path))
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        url = f"http://127.0.0.1:{server.server_address[1]}/simple/"
+        plan = plan_for(megatron())
+        off: dict[str, Choice] = {"flash-attn": "without", "apex": "without"}
+        recipe = users_only(build_recipe(plan, wheel_sources=(url,), extensions=off))
+        te = resolve_wheels(plan, recipe, lambda _line: None).extension(TE)
+    finally:
+        server.shutdown()
+    assert te is not None
+    assert te.url == f"{url.removesuffix('simple/')}wheels/{MODULE}"
+    assert te.distribution is None
+
+
+class _Quiet(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, *_args: object) -> None:
+        pass
