@@ -73,7 +73,7 @@ ROW = """
       six: "1.17.0"
     requires:
       arch: [x86_64]
-      glibc: "2.17"
+      glibc: "2.28"
       cuda: null
       driver: null
       compute_capability: null
@@ -88,7 +88,7 @@ ROW = """
       transformer-engine-torch: "test fixture: a compiled stand-in from the wheelhouse"
       apex: "test fixture: a compiled stand-in from the wheelhouse"
       six: "PyPI"
-      requires.glibc: "as the tiny rows"
+      requires.glibc: "torch 2.11.0's wheels are manylinux_2_28 (a lock resolves for the row's glibc)"
 """
 
 TE_FILES = {
@@ -230,9 +230,10 @@ def test_transformer_engine_whole_and_apex_install_from_an_https_wheelhouse_and_
     assert refused.returncode == 4
     errors = [line for line in refused.stderr.splitlines() if line.startswith("verl-setup: error:")]
     assert len(errors) == 1, refused.stderr
+    print(errors[0])  # for the log of a -s run: the one line a user sees
     # Both torches: the one it was built for (its pre-C++11 names: PyPI's torch before 2.7; the
     # wheel's name and its index say nothing) and the one installed.
-    assert "(transformer-engine 2.16.1) was built against a torch with the pre-C++11 ABI" in errors[0]
+    assert "(transformer_engine 2.16.1) was built against a torch with the pre-C++11 ABI" in errors[0]
     assert "this environment has torch 2.11.0" in errors[0]
     assert f"/bad/releases/{TE_WHEEL}" in errors[0]
     assert "nothing was changed" in errors[0]

@@ -13,21 +13,18 @@ its ELF symbols, the HTTP index, the install, verify and the ABI check."""
 
 from __future__ import annotations
 
-import base64
 import functools
-import hashlib
 import http.server
 import json
 import shutil
 import threading
-import zipfile
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from tests.integration.test_install import TINY, cli, leftovers, tiny_env
-from tests.integration.torch_ext import CACHE, build_extension_wheel, torch_env
+from tests.integration.torch_ext import build_extension_wheel, repack, torch_env
 from verl_setup.util.wheelhouse import Manifest, SourceRef, Wheelhouse, sha256_of
 
 pytestmark = [pytest.mark.network, pytest.mark.slow]
@@ -71,34 +68,10 @@ def flash_attn_wheel(torch: str) -> Path:
     """flash_attn-2.8.3-cp312-cp312-linux_x86_64.whl: the package `flash_attn` around a real
     torch extension compiled against PyPI's torch `torch` (torch_ext's, repacked; cached)."""
     built = build_extension_wheel(torch_env(torch), version=OLD_LABEL if torch == "2.6.0" else "0.1.0")
-    out = CACHE / "flash-attn" / hashlib.sha256(built.read_bytes()).hexdigest()[:12]
-    wheel = out / "flash_attn-2.8.3-cp312-cp312-linux_x86_64.whl"
-    if wheel.exists():
-        return wheel
-    with zipfile.ZipFile(built) as source:
-        modules = {n: source.read(n) for n in source.namelist() if n.endswith(".so")}
-    info = "flash_attn-2.8.3.dist-info"
-    files = {
-        "flash_attn/__init__.py": INIT.encode(),
-        **modules,
-        f"{info}/METADATA": b"Metadata-Version: 2.1\nName: flash-attn\nVersion: 2.8.3\n",
-        f"{info}/WHEEL": b"Wheel-Version: 1.0\nGenerator: verl-setup-tests\nRoot-Is-Purelib: false\n"
-        b"Tag: cp312-cp312-linux_x86_64\n",
-    }
-    record = (
-        "".join(
-            f"{name},sha256={base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b'=').decode()},{len(data)}\n"
-            for name, data in files.items()
-        )
-        + f"{info}/RECORD,,\n"
+    files = {"flash_attn/__init__.py": INIT.encode()}
+    return repack(
+        built, "flash_attn-2.8.3-cp312-cp312-linux_x86_64.whl", files, name="flash-attn", version="2.8.3"
     )
-    out.mkdir(parents=True, exist_ok=True)
-    partial = wheel.with_suffix(".partial")
-    with zipfile.ZipFile(partial, "w", zipfile.ZIP_DEFLATED) as target:
-        for name, data in {**files, f"{info}/RECORD": record.encode()}.items():
-            target.writestr(name, data)
-    partial.rename(wheel)
-    return wheel
 
 
 class _Quiet(http.server.SimpleHTTPRequestHandler):
