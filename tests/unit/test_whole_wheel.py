@@ -2,7 +2,7 @@
 torch (the Python package, the CUDA core and the transformer_engine_torch module) that the recipe
 takes in place of PyPI's transformer-engine, transformer-engine-cu13 and transformer-engine-torch.
 The folders here have the real layout and file names; the wheels are not read (the integration
-test installs real compiled ones: tests/integration/test_megatron_wheels.py)."""
+test installs real compiled ones: tests/integration/test_wheel_sources_install.py)."""
 
 from __future__ import annotations
 
