@@ -80,6 +80,7 @@ def test_verl_s_wheelhouse_serves_transformer_engine_whole_in_place_of_the_three
     assert not [p for p in recipe.verify_pins if p.startswith(("transformer-engine-cu13", TE))]
     entries = {e["name"]: e for e in outlook(plan, requests={}, wheel_sources=(), env={})}
     assert (entries[TE]["mode"], entries[TE]["source"]) == ("wheel", "verl-wheelhouse")
+    assert entries[TE]["distribution"] == "transformer-engine"
     assert (entries["apex"]["mode"], entries["apex"]["source"]) == ("wheel", "verl-wheelhouse")
 
 
