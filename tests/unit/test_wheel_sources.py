@@ -19,11 +19,11 @@ H200 = next(s for s in SCENARIOS if s.name == "h200-drv580-py312-vllm")  # torch
 MEGATRON = next(s for s in SCENARIOS if s.name == "h100-drv535-forward-megatron")
 
 
-def wheelhouse(root: Path, files: dict[str, str | None]) -> Path:
-    """DIR/simple/flash-attn/index.html linking ../../wheels/<file>#sha256=..., each file with
+def wheelhouse(root: Path, files: dict[str, str | None], project: str = "flash-attn") -> Path:
+    """DIR/simple/<project>/index.html linking ../../wheels/<file>#sha256=..., each file with
     the manifest beside it that names its torch (None: no manifest)."""
-    (root / "wheels").mkdir(parents=True)
-    page = root / "simple" / "flash-attn"
+    (root / "wheels").mkdir(parents=True, exist_ok=True)
+    page = root / "simple" / project
     page.mkdir(parents=True)
     links = []
     for name, torch in files.items():

@@ -9,13 +9,13 @@ from __future__ import annotations
 import dataclasses
 import functools
 import http.server
-import json
 import threading
 from pathlib import Path
 
 import pytest
 
 from tests.render_scenarios import Scenario, plan_for
+from tests.unit.test_wheel_sources import wheelhouse
 from verl_setup.environment.wheel_pick import resolve_wheels
 from verl_setup.errors import InstallError
 from verl_setup.plan.outlook import outlook
@@ -32,20 +32,9 @@ def megatron(verl: str = "0.9") -> Scenario:
 
 
 def index(root: Path, pages: dict[str, dict[str, str | None]]) -> Path:
-    """DIR/simple/<project>/index.html linking ../../wheels/<file>#sha256=, with a manifest naming
-    each file's torch (None: no manifest), as `wheelhouse build` writes them."""
-    (root / "wheels").mkdir(parents=True, exist_ok=True)
+    """DIR/simple/<project>/index.html per project, as test_wheel_sources writes flash-attn's."""
     for project, files in pages.items():
-        links = []
-        for name, torch in files.items():
-            (root / "wheels" / name).write_bytes(b"not read here")
-            if torch is not None:
-                (root / "wheels" / f"{name}.json").write_text(json.dumps({"schema": 1, "torch": torch}))
-            links.append(f'<a href="../../wheels/{name}#sha256={"cd" * 32}">{name}</a>')
-        (root / "simple" / project).mkdir(parents=True)
-        (root / "simple" / project / "index.html").write_text(
-            "<html><body>" + "".join(links) + "</body></html>"
-        )
+        wheelhouse(root, files, project)
     return root / "simple"
 
 
