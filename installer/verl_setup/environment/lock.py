@@ -236,7 +236,9 @@ def compile_lock(plan: Plan, recipe: Recipe, *, uv: str, env: Mapping[str, str])
     }
     others = [e for e in recipe.extensions if e.name != "flash-attn"]
     if others:
-        fields["torch-extensions"] = ", ".join(f"{e.name}={e.mode} {e.version}" for e in others)
+        # A whole-project wheel (TransformerEngine) says which distribution carries the package.
+        carried = [(f"{e.name}={e.mode} {e.version}", e.distribution) for e in others]
+        fields["torch-extensions"] = ", ".join(c + (f" as {d}" if d else "") for c, d in carried)
     return render(fields, out.stdout)
 
 
