@@ -37,7 +37,7 @@ class Wanted:
 def fetch(wanted: list[Wanted], folder: Path, reuse: Mapping[str, Path], progress: Progress) -> None:
     """Put every wanted file into `folder`, sha256 checked: reused, copied or downloaded."""
     total = sum(w.size or 0 for w in wanted)
-    done, count = 0, 0
+    done, count, reused = 0, 0, 0
     progress.step("download", f"{len(wanted)} files, {total / 2**30:.2f} GiB")
 
     def got(n: int) -> None:
@@ -49,7 +49,7 @@ def fetch(wanted: list[Wanted], folder: Path, reuse: Mapping[str, Path], progres
         jobs = {pool.submit(_one, w, folder / w.name, reuse.get(w.sha256), got, stop): w for w in wanted}
         try:
             for future in as_completed(jobs):
-                future.result()
+                reused += future.result()
                 count += 1
                 progress.status(
                     f"download: {count}/{len(wanted)} files, {done / 2**30:.2f} of {total / 2**30:.2f} GiB "
@@ -62,23 +62,26 @@ def fetch(wanted: list[Wanted], folder: Path, reuse: Mapping[str, Path], progres
         finally:
             for future in jobs:
                 future.cancel()
+    if reused:
+        progress.say(f"{reused} of {len(wanted)} files reused from the bundle already there")
 
 
 def _one(
     w: Wanted, target: Path, old: Path | None, got: Callable[[int], None], stop: threading.Event
-) -> None:
-    """One file into `target`: reused from the old bundle when its bytes still hash right."""
+) -> bool:
+    """One file into `target`: reused from the old bundle when its bytes still hash right (True)."""
     if old is not None and old.is_file() and sha256_of(old) == w.sha256:
         with contextlib.suppress(OSError):
             os.link(old, target)
             got(w.size or 0)
-            return
+            return True
     partial = target.with_name(f".{target.name}.part")
     digest = _download(w, partial, got, stop)
     if digest != w.sha256:
         partial.unlink(missing_ok=True)
         raise InstallError(f"{w.name}: sha256 {digest} is not the lock's {w.sha256} (from {mask(w.url)})")
     partial.rename(target)
+    return False
 
 
 def _download(w: Wanted, partial: Path, got: Callable[[int], None], stop: threading.Event) -> str:
