@@ -16,12 +16,16 @@ import jsonschema
 import pytest
 
 from tests.conftest import json_data
+from tests.integration.test_flash_attn import WHEEL as FA_WHEEL
+from tests.integration.test_flash_attn import WHEEL_HOST, served
 from tests.integration.test_install import TINY_MATRIX, cli, leftovers, tiny_env
+from verl_setup.environment.bundle import WHEELS
 from verl_setup.output import schema_path
 
 pytestmark = [pytest.mark.network, pytest.mark.slow]
 
 CLOSED = "http://127.0.0.1:9/simple"  # the discard port: nothing listens there
+__all__ = ["served"]  # the 127.0.0.1 release server, a fixture of test_flash_attn
 
 
 def cut_off(cache: Path, **more: str) -> dict[str, str]:
@@ -151,6 +155,16 @@ def test_a_wheel_the_bundle_lacks_or_does_not_list_is_named(tiny_bundle: Path, t
     assert not (tmp_path / "env").exists()
 
 
+def test_a_failed_bundle_is_one_envelope_and_leaves_no_folder(tmp_path: Path) -> None:
+    result = cli("bundle", "--out", str(tmp_path / "b"), "--lock", str(tmp_path / "none.lock"), "--json")
+    assert result.returncode == 2
+    doc = json.loads(result.stdout)
+    jsonschema.validate(doc, json.loads(schema_path("envelope").read_text()))
+    jsonschema.validate(doc["data"], json.loads(schema_path("bundle").read_text()))
+    assert doc["error"]["message"] == f"cannot read lock {tmp_path / 'none.lock'}: No such file or directory"
+    assert not (tmp_path / "b").exists()
+
+
 def test_bundling_again_reuses_the_files_and_replaces_the_folder_whole(
     tiny_bundle: Path, tmp_path: Path
 ) -> None:
@@ -216,3 +230,22 @@ def test_the_cpu_row_bundles_and_installs_with_the_network_cut(tmp_path: Path) -
     finally:
         shutil.rmtree(prefix, ignore_errors=True)
         shutil.rmtree(tmp_path / "empty-cache", ignore_errors=True)
+
+
+def test_a_prebuilt_extension_wheel_from_a_wheel_source_is_bundled_and_installs_offline(
+    served: tuple[Path, list[str]], tmp_path: Path
+) -> None:
+    """flash-attn's wheel URL in the lock (a stand-in served from 127.0.0.1, as a release asset)
+    becomes a file of the bundle, and installs without the server being asked for anything."""
+    matrix, requests = served
+    out = tmp_path / "bundle"
+    data = bundle_json(out, "--matrix", str(matrix), *WHEEL_HOST)
+    assert f"{WHEELS}/{FA_WHEEL}" in {f["path"] for f in data["files"]}
+    assert data["sync"] == {"path": "sync.txt"}
+    assert "flash-attn==2.8.3+cu12torch2.8cxx11abitrue \\\n" in (out / "sync.txt").read_text()
+    prefix, asked = tmp_path / "env", len(requests)
+    argv = ["--offline", str(out), "--matrix", str(matrix), *WHEEL_HOST, "--prefix", str(prefix)]
+    result = cli("install", *argv, env=cut_off(tmp_path / "empty-cache"))
+    assert result.returncode == 0, result.stderr
+    assert requests[asked:] == []
+    assert json.loads((prefix / "verl-setup.json").read_text())["distributions"]["flash-attn"] == "2.8.3"
