@@ -139,7 +139,7 @@ def test_an_interrupted_or_full_disk_bundle_leaves_the_folder_as_it_was(
 
 
 def test_sha256_of_reads_in_blocks(tmp_path: Path) -> None:
-    from verl_setup.environment.bundle import sha256_of  # noqa: PLC0415
+    from verl_setup.util.wheelhouse import sha256_of  # noqa: PLC0415
 
     data = b"x" * (3 << 20) + b"tail"
     (tmp_path / "f").write_bytes(data)

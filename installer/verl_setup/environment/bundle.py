@@ -12,7 +12,6 @@ before anything changes, then uv runs with --offline --no-index --find-links DIR
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import tarfile
@@ -24,6 +23,7 @@ from typing import Any
 from verl_setup.errors import BadInputError, InstallError
 from verl_setup.output import Progress
 from verl_setup.util.bounded import BoundError, read_capped
+from verl_setup.util.wheelhouse import sha256_of
 
 KIND = "verl-setup-bundle"
 SCHEMA = 1
@@ -33,18 +33,6 @@ SYNC = "sync.txt"
 WHEELS = "wheels"
 PYTHON = "python"
 MAX_MANIFEST = 4 * 2**20
-_BLOCK = 1 << 20
-
-
-def sha256_of(path: Path, progress: Callable[[int], None] | None = None) -> str:
-    """The sha256 of a file, read in 1 MiB blocks (`progress` gets each block's size)."""
-    digest = hashlib.sha256()
-    with path.open("rb") as f:
-        while block := f.read(_BLOCK):
-            digest.update(block)
-            if progress is not None:
-                progress(len(block))
-    return digest.hexdigest()
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -37,7 +37,6 @@ from verl_setup.environment.bundle import (
     WHEELS,
     BundleFile,
     read_bundle,
-    sha256_of,
 )
 from verl_setup.environment.fetch import Wanted, fetch
 from verl_setup.environment.install import sigterm_unwinds
@@ -45,6 +44,7 @@ from verl_setup.environment.lock import Lock, parse
 from verl_setup.environment.staging import Layout, clean_leftovers, install_lock, remove_tree, swap
 from verl_setup.errors import InstallError, Stopped
 from verl_setup.output import Progress
+from verl_setup.util.wheelhouse import sha256_of
 
 COMPILE_TIMEOUT_S = 900.0
 DOWNLOAD_TIMEOUT_S = 120.0  # between two blocks, not for a whole file

@@ -14,10 +14,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import unquote, urlsplit
 
-from verl_setup.environment.bundle import sha256_of
 from verl_setup.errors import InstallError
 from verl_setup.output import Progress
 from verl_setup.util.secrets import mask
+from verl_setup.util.wheelhouse import sha256_of
 
 DOWNLOAD_TIMEOUT_S = 120.0  # between two blocks, not for a whole file
 DOWNLOADERS = 4
