@@ -187,8 +187,10 @@ def test_a_bundled_python_is_unpacked_where_uv_finds_it(tiny_bundle: Path, tmp_p
     uv's folder name plays one; uv itself reports it as managed (`uv python find --managed-python`).
     """
     source = tmp_path / "uv-python"
+    # Hard-linked, without what a venv never reads (its tests, the static library, caches): 62 MB.
+    skip = shutil.ignore_patterns("test", "config-3.*", "site-packages", "__pycache__", "idlelib", "tkinter")
     shutil.copytree("/root/.pyenv/versions/3.12.1", source / "cpython-3.12.1-linux-x86_64-gnu",
-                    symlinks=True, copy_function=os.link)  # fmt: skip
+                    symlinks=True, copy_function=os.link, ignore=skip)  # fmt: skip
     out = tmp_path / "bundle"
     lock = str(tiny_bundle / "verl.lock")
     data = bundle_json(out, "--lock", lock, env=tiny_env(UV_PYTHON_INSTALL_DIR=str(source)))
