@@ -147,3 +147,14 @@ def test_sha256_of_reads_in_blocks(tmp_path: Path) -> None:
     assert sha256_of(tmp_path / "f", seen.append) == hashlib.sha256(data).hexdigest()
     assert sum(seen) == len(data)
     assert len(seen) == 4
+
+
+def test_a_folder_that_is_not_a_bundle_is_never_replaced(tmp_path: Path) -> None:
+    out = tmp_path / "project"
+    out.mkdir()
+    (out / "train.py").write_text("keep me")
+    job = BundleJob(lock_text=_lock_text(), out=out, uv="uv", uv_env={})
+    with pytest.raises(BadInputError, match="exists and is not a bundle"):
+        make_bundle(job, Progress(quiet=True))
+    assert (out / "train.py").read_text() == "keep me"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["project"]

@@ -42,7 +42,7 @@ from verl_setup.environment.fetch import Wanted, fetch
 from verl_setup.environment.install import sigterm_unwinds
 from verl_setup.environment.lock import Lock, parse
 from verl_setup.environment.staging import Layout, clean_leftovers, install_lock, remove_tree, swap
-from verl_setup.errors import InstallError, Stopped
+from verl_setup.errors import BadInputError, InstallError, Stopped
 from verl_setup.output import Progress
 from verl_setup.util.wheelhouse import sha256_of
 
@@ -124,6 +124,7 @@ def make_bundle(job: BundleJob, progress: Progress) -> dict[str, Any]:
     """Build the bundle beside `job.out` and swap it in; the manifest written."""
     lock = parse(job.lock_text, Path(LOCK))
     layout = Layout(prefix=job.out.expanduser().absolute())
+    _replaceable(layout.prefix)
     staging, swapped = layout.staging(os.getpid()), False
     try:
         with sigterm_unwinds(), install_lock(layout, wait_s=job.wait_s, say=progress.say):
@@ -149,6 +150,17 @@ def make_bundle(job: BundleJob, progress: Progress) -> dict[str, Any]:
     size = sum(f["size"] for f in manifest["files"])
     progress.step("done", f"bundle {layout.prefix}: {len(manifest['files'])} files, {size / 2**30:.2f} GiB")
     return {"out": str(layout.prefix), **manifest}
+
+
+def _replaceable(out: Path) -> None:
+    """DIR is replaced whole: only an earlier bundle or an empty folder may be there."""
+    if not out.exists() and not out.is_symlink():
+        return
+    if out.is_dir() and not out.is_symlink() and ((out / MANIFEST).is_file() or not any(out.iterdir())):
+        return
+    raise BadInputError(
+        f"{out} exists and is not a bundle: a bundle replaces its folder whole, so give a new or empty folder"
+    )
 
 
 def _is_bundle(root: Path) -> None:
