@@ -155,6 +155,39 @@ def test_a_wheel_the_bundle_lacks_or_does_not_list_is_named(tiny_bundle: Path, t
     assert not (tmp_path / "env").exists()
 
 
+def test_a_locked_sdist_builds_offline_with_the_build_wheels_the_bundle_carries(tmp_path: Path) -> None:
+    """As antlr4-python3-runtime 4.9.3 in every real row (published only as an sdist): the bundle
+    carries the sdist and setuptools, its build backend, and the offline install builds it."""
+    matrix = tmp_path / "matrix" / "verl.yaml"
+    matrix.parent.mkdir()
+    text = TINY_MATRIX.read_text()
+    for anchor, added in (
+        ('      idna: "3.10"\n', '      antlr4-python3-runtime: "4.9.3"\n'),
+        (
+            '      idna: "PyPI: pure-Python wheel, 70 KB"\n',
+            '      antlr4-python3-runtime: "PyPI: an sdist only"\n',
+        ),
+        (
+            "schema: 1\n",
+            'sdists:\n  antlr4-python3-runtime: {versions: ["4.9.3"], reason: "an sdist to build"}\n',
+        ),
+    ):
+        assert anchor in text
+        text = text.replace(anchor, anchor + added, 1)
+    matrix.write_text(text)
+    out = tmp_path / "bundle"
+    data = bundle_json(out, "--matrix", str(matrix), "--row", "tiny-new", "--python", "3.12.1")
+    roles = {Path(f["path"]).name.split("-")[0]: f["role"] for f in data["files"]}
+    assert roles["antlr4"] == "lock"  # antlr4-python3-runtime-4.9.3.tar.gz
+    assert roles["setuptools"] == "build"
+    prefix = tmp_path / "env"
+    argv = ["--offline", str(out), "--matrix", str(matrix), "--prefix", str(prefix), "--no-import"]
+    result = cli("install", *argv, env=cut_off(tmp_path / "empty-cache"))
+    assert result.returncode == 0, result.stderr
+    installed = json.loads((prefix / "verl-setup.json").read_text())["distributions"]
+    assert installed["antlr4-python3-runtime"] == "4.9.3"
+
+
 def test_a_failed_bundle_is_one_envelope_and_leaves_no_folder(tmp_path: Path) -> None:
     result = cli("bundle", "--out", str(tmp_path / "b"), "--lock", str(tmp_path / "none.lock"), "--json")
     assert result.returncode == 2
