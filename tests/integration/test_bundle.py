@@ -9,6 +9,7 @@ import hashlib
 import json
 import os
 import shutil
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -54,111 +55,20 @@ def bundle_json(out: Path, *flags: str, env: dict[str, str] | None = None) -> di
     return data
 
 
+@dataclass(frozen=True)
+class Tiny:
+    """The tiny-new row bundled, and the matrix it comes from."""
+
+    bundle: Path
+    matrix: Path
+
+
 @pytest.fixture(scope="module")
-def tiny_bundle(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The tiny-new row bundled (stand-ins through find-links, six and idna from the index)."""
-    out = tmp_path_factory.mktemp("bundle") / "tiny"
-    data = bundle_json(out, "--matrix", str(TINY_MATRIX), "--row", "tiny-new", "--python", "3.12.1")
-    assert data["row"] == "tiny-new"
-    return out
-
-
-def offline_install(bundle: Path, prefix: Path, env: dict[str, str]) -> tuple[int, str]:
-    result = cli(
-        "install", "--offline", str(bundle), "--matrix", str(TINY_MATRIX), "--prefix", str(prefix), env=env
-    )
-    return result.returncode, result.stderr
-
-
-def test_a_bundle_installs_with_the_network_cut_and_verifies(tiny_bundle: Path, tmp_path: Path) -> None:
-    manifest = json.loads((tiny_bundle / "bundle.json").read_text())
-    names = sorted(Path(f["path"]).name for f in manifest["files"])
-    assert names == [
-        "idna-3.10-py3-none-any.whl",
-        "six-1.17.0-py2.py3-none-any.whl",
-        "torch-0.0.2+tiny-py3-none-any.whl",
-        "verl-0.0.2+tiny-py3-none-any.whl",
-    ]
-    for f in manifest["files"]:
-        assert hashlib.sha256((tiny_bundle / f["path"]).read_bytes()).hexdigest() == f["sha256"]
-    assert manifest["lock"]["sha256"] == hashlib.sha256((tiny_bundle / "verl.lock").read_bytes()).hexdigest()
-    assert "the target must provide Python 3.12.1" in manifest["python_build"]["note"]
-    env = cut_off(tmp_path / "empty-cache")
-    # The network really is cut: the same lock, installed without the bundle, cannot get a file.
-    plain = cli("install", "--lock", str(tiny_bundle / "verl.lock"), "--matrix", str(TINY_MATRIX),
-                "--prefix", str(tmp_path / "plain"), env=env)  # fmt: skip
-    assert plain.returncode == 4, plain.stderr
-    assert not (tmp_path / "plain").exists()
-    code, err = offline_install(tiny_bundle, tmp_path / "env", env)
-    assert code == 0, err
-    verified = cli("verify", "--prefix", str(tmp_path / "env"), env=env)
-    assert verified.returncode == 0, verified.stdout + verified.stderr
-    assert "4 of 4 expected distributions match" in verified.stdout + verified.stderr
-    recorded = json.loads((tmp_path / "env" / "verl-setup.json").read_text())
-    assert recorded["row"]["id"] == "tiny-new"
-    sync = next(r["argv"] for r in recorded["recipe"] if r["step"] == "lock")
-    assert sync[-4:] == ["--offline", "--no-index", "--find-links", str(tiny_bundle / "wheels")]
-
-
-def test_a_tampered_wheel_is_refused_in_one_line_and_nothing_changes(
-    tiny_bundle: Path, tmp_path: Path
-) -> None:
-    env = cut_off(tmp_path / "empty-cache")
-    prefix = tmp_path / "project" / "env"
-    assert offline_install(tiny_bundle, prefix, env)[0] == 0
-    before = (prefix / "verl-setup.json").read_bytes()
-    bad = tmp_path / "bad"
-    shutil.copytree(tiny_bundle, bad)
-    six = bad / "wheels" / "six-1.17.0-py2.py3-none-any.whl"
-    six.write_bytes(six.read_bytes() + b"\0")
-    code, err = offline_install(bad, prefix, env)
-    assert code == 4
-    last = err.strip().splitlines()[-1]
-    assert last.startswith(f"verl-setup: error: {six}: sha256 ")
-    assert last.endswith("(the file was altered or damaged in transit); nothing was changed")
-    assert (prefix / "verl-setup.json").read_bytes() == before
-    assert leftovers(prefix) == []
-    # The manifest rewritten to match: the sealed lock's own hashes still refuse the file (uv).
-    manifest = json.loads((bad / "bundle.json").read_text())
-    for f in manifest["files"]:
-        if f["path"].endswith(six.name):
-            f["sha256"], f["size"] = hashlib.sha256(six.read_bytes()).hexdigest(), six.stat().st_size
-    (bad / "bundle.json").write_text(json.dumps(manifest))
-    code, err = offline_install(bad, prefix, env)
-    assert code == 4
-    assert "uv refused the lock: " in err.strip().splitlines()[-1]
-    assert "Hash mismatch" in err.strip().splitlines()[-1]
-    assert (prefix / "verl-setup.json").read_bytes() == before
-    assert leftovers(prefix) == []
-
-
-def test_a_wheel_the_bundle_lacks_or_does_not_list_is_named(tiny_bundle: Path, tmp_path: Path) -> None:
-    env = cut_off(tmp_path / "empty-cache")
-    bad = tmp_path / "bad"
-    shutil.copytree(tiny_bundle, bad)
-    (bad / "wheels" / "idna-3.10-py3-none-any.whl").unlink()
-    code, err = offline_install(bad, tmp_path / "env", env)
-    assert code == 4
-    assert err.strip().splitlines()[-1] == (
-        f"verl-setup: error: {bad}: wheels/idna-3.10-py3-none-any.whl is missing from the bundle; "
-        "nothing was changed"
-    )
-    shutil.copy(tiny_bundle / "wheels" / "idna-3.10-py3-none-any.whl", bad / "wheels")
-    (bad / "wheels" / "extra-1.0-py3-none-any.whl").write_bytes(b"not listed")
-    code, err = offline_install(bad, tmp_path / "env", env)
-    assert code == 4
-    assert "extra-1.0-py3-none-any.whl is not in the bundle's manifest" in err.strip().splitlines()[-1]
-    (bad / "bundle.json").unlink()  # what an interrupted bundle would leave: no manifest
-    code, err = offline_install(bad, tmp_path / "env", env)
-    assert code == 2
-    assert "is not a bundle (no bundle.json" in err.strip().splitlines()[-1]
-    assert not (tmp_path / "env").exists()
-
-
-def test_a_locked_sdist_builds_offline_with_the_build_wheels_the_bundle_carries(tmp_path: Path) -> None:
-    """As antlr4-python3-runtime 4.9.3 in every real row (published only as an sdist): the bundle
-    carries the sdist and setuptools, its build backend, and the offline install builds it."""
-    matrix = tmp_path / "matrix" / "verl.yaml"
+def tiny(tmp_path_factory: pytest.TempPathFactory) -> Tiny:
+    """tiny-new (stand-ins through find-links, six and idna from the index) with the sdist every
+    real row has, antlr4-python3-runtime 4.9.3, so that the offline install builds it."""
+    root = tmp_path_factory.mktemp("bundle")
+    matrix = root / "matrix" / "verl.yaml"
     matrix.parent.mkdir()
     text = TINY_MATRIX.read_text()
     for anchor, added in (
@@ -175,17 +85,103 @@ def test_a_locked_sdist_builds_offline_with_the_build_wheels_the_bundle_carries(
         assert anchor in text
         text = text.replace(anchor, anchor + added, 1)
     matrix.write_text(text)
-    out = tmp_path / "bundle"
-    data = bundle_json(out, "--matrix", str(matrix), "--row", "tiny-new", "--python", "3.12.1")
-    roles = {Path(f["path"]).name.split("-")[0]: f["role"] for f in data["files"]}
-    assert roles["antlr4"] == "lock"  # antlr4-python3-runtime-4.9.3.tar.gz
-    assert roles["setuptools"] == "build"
-    prefix = tmp_path / "env"
-    argv = ["--offline", str(out), "--matrix", str(matrix), "--prefix", str(prefix), "--no-import"]
-    result = cli("install", *argv, env=cut_off(tmp_path / "empty-cache"))
-    assert result.returncode == 0, result.stderr
-    installed = json.loads((prefix / "verl-setup.json").read_text())["distributions"]
-    assert installed["antlr4-python3-runtime"] == "4.9.3"
+    data = bundle_json(root / "tiny", "--matrix", str(matrix), "--row", "tiny-new", "--python", "3.12.1")
+    assert data["row"] == "tiny-new"
+    return Tiny(bundle=root / "tiny", matrix=matrix)
+
+
+def offline_install(bundle: Path, prefix: Path, env: dict[str, str], matrix: Path) -> tuple[int, str]:
+    result = cli(
+        "install", "--offline", str(bundle), "--matrix", str(matrix), "--prefix", str(prefix), env=env
+    )
+    return result.returncode, result.stderr
+
+
+def test_a_bundle_installs_with_the_network_cut_and_verifies(tiny: Tiny, tmp_path: Path) -> None:
+    manifest = json.loads((tiny.bundle / "bundle.json").read_text())
+    names = sorted(Path(f["path"]).name for f in manifest["files"])
+    setuptools = next(n for n in names if n.startswith("setuptools-"))  # antlr4's build backend
+    assert names == [
+        "antlr4-python3-runtime-4.9.3.tar.gz",
+        "idna-3.10-py3-none-any.whl",
+        setuptools,
+        "six-1.17.0-py2.py3-none-any.whl",
+        "torch-0.0.2+tiny-py3-none-any.whl",
+        "verl-0.0.2+tiny-py3-none-any.whl",
+    ]
+    for f in manifest["files"]:
+        assert hashlib.sha256((tiny.bundle / f["path"]).read_bytes()).hexdigest() == f["sha256"]
+    assert manifest["lock"]["sha256"] == hashlib.sha256((tiny.bundle / "verl.lock").read_bytes()).hexdigest()
+    assert "the target must provide Python 3.12.1" in manifest["python_build"]["note"]
+    env = cut_off(tmp_path / "empty-cache")
+    # The network really is cut: the same lock, installed without the bundle, cannot get a file.
+    plain = cli("install", "--lock", str(tiny.bundle / "verl.lock"), "--matrix", str(tiny.matrix),
+                "--prefix", str(tmp_path / "plain"), env=env)  # fmt: skip
+    assert plain.returncode == 4, plain.stderr
+    assert not (tmp_path / "plain").exists()
+    code, err = offline_install(tiny.bundle, tmp_path / "env", env, tiny.matrix)
+    assert code == 0, err
+    verified = cli("verify", "--prefix", str(tmp_path / "env"), env=env)
+    assert verified.returncode == 0, verified.stdout + verified.stderr
+    assert "5 of 5 expected distributions match" in verified.stdout + verified.stderr
+    recorded = json.loads((tmp_path / "env" / "verl-setup.json").read_text())
+    assert recorded["row"]["id"] == "tiny-new"
+    assert recorded["distributions"]["antlr4-python3-runtime"] == "4.9.3"  # built offline
+    sync = next(r["argv"] for r in recorded["recipe"] if r["step"] == "lock")
+    assert sync[-4:] == ["--offline", "--no-index", "--find-links", str(tiny.bundle / "wheels")]
+
+
+def test_a_tampered_wheel_is_refused_in_one_line_and_nothing_changes(tiny: Tiny, tmp_path: Path) -> None:
+    env = cut_off(tmp_path / "empty-cache")
+    prefix = tmp_path / "project" / "env"
+    assert offline_install(tiny.bundle, prefix, env, tiny.matrix)[0] == 0
+    before = (prefix / "verl-setup.json").read_bytes()
+    bad = tmp_path / "bad"
+    shutil.copytree(tiny.bundle, bad)
+    six = bad / "wheels" / "six-1.17.0-py2.py3-none-any.whl"
+    six.write_bytes(six.read_bytes() + b"\0")
+    code, err = offline_install(bad, prefix, env, tiny.matrix)
+    assert code == 4
+    last = err.strip().splitlines()[-1]
+    assert last.startswith(f"verl-setup: error: {six}: sha256 ")
+    assert last.endswith("(the file was altered or damaged in transit); nothing was changed")
+    assert (prefix / "verl-setup.json").read_bytes() == before
+    assert leftovers(prefix) == []
+    # The manifest rewritten to match: the sealed lock's own hashes still refuse the file (uv).
+    manifest = json.loads((bad / "bundle.json").read_text())
+    for f in manifest["files"]:
+        if f["path"].endswith(six.name):
+            f["sha256"], f["size"] = hashlib.sha256(six.read_bytes()).hexdigest(), six.stat().st_size
+    (bad / "bundle.json").write_text(json.dumps(manifest))
+    code, err = offline_install(bad, prefix, env, tiny.matrix)
+    assert code == 4
+    assert "uv refused the lock: " in err.strip().splitlines()[-1]
+    assert "Hash mismatch" in err.strip().splitlines()[-1]
+    assert (prefix / "verl-setup.json").read_bytes() == before
+    assert leftovers(prefix) == []
+
+
+def test_a_wheel_the_bundle_lacks_or_does_not_list_is_named(tiny: Tiny, tmp_path: Path) -> None:
+    env = cut_off(tmp_path / "empty-cache")
+    bad = tmp_path / "bad"
+    shutil.copytree(tiny.bundle, bad)
+    (bad / "wheels" / "idna-3.10-py3-none-any.whl").unlink()
+    code, err = offline_install(bad, tmp_path / "env", env, tiny.matrix)
+    assert code == 4
+    assert err.strip().splitlines()[-1] == (
+        f"verl-setup: error: {bad}: wheels/idna-3.10-py3-none-any.whl is missing from the bundle; "
+        "nothing was changed"
+    )
+    shutil.copy(tiny.bundle / "wheels" / "idna-3.10-py3-none-any.whl", bad / "wheels")
+    (bad / "wheels" / "extra-1.0-py3-none-any.whl").write_bytes(b"not listed")
+    code, err = offline_install(bad, tmp_path / "env", env, tiny.matrix)
+    assert code == 4
+    assert "extra-1.0-py3-none-any.whl is not in the bundle's manifest" in err.strip().splitlines()[-1]
+    (bad / "bundle.json").unlink()  # what an interrupted bundle would leave: no manifest
+    code, err = offline_install(bad, tmp_path / "env", env, tiny.matrix)
+    assert code == 2
+    assert "is not a bundle (no bundle.json" in err.strip().splitlines()[-1]
+    assert not (tmp_path / "env").exists()
 
 
 def test_a_failed_bundle_is_one_envelope_and_leaves_no_folder(tmp_path: Path) -> None:
@@ -198,22 +194,21 @@ def test_a_failed_bundle_is_one_envelope_and_leaves_no_folder(tmp_path: Path) ->
     assert not (tmp_path / "b").exists()
 
 
-def test_bundling_again_reuses_the_files_and_replaces_the_folder_whole(
-    tiny_bundle: Path, tmp_path: Path
-) -> None:
+def test_bundling_again_reuses_the_files_and_replaces_the_folder_whole(tiny: Tiny, tmp_path: Path) -> None:
     out = tmp_path / "again"
-    shutil.copytree(tiny_bundle, out)
+    shutil.copytree(tiny.bundle, out)
     (out / "stale-note.txt").write_text("from the old bundle")
-    result = cli("bundle", "--out", str(out), "--lock", str(tiny_bundle / "verl.lock"), timeout=900)
+    result = cli("bundle", "--out", str(out), "--lock", str(tiny.bundle / "verl.lock"), timeout=900)
     assert result.returncode == 0, result.stderr
-    assert "4 of 4 files reused from the bundle already there" in result.stderr
+    assert "5 of 5 files reused from the bundle already there" in result.stderr  # the lock's
+    assert "1 of 1 files reused from the bundle already there" in result.stderr  # setuptools
     assert not (out / "stale-note.txt").exists()
     assert leftovers(out) == []  # no staging or parked folder left, only the flock file
     again = json.loads((out / "bundle.json").read_text())
-    assert again["files"] == json.loads((tiny_bundle / "bundle.json").read_text())["files"]
+    assert again["files"] == json.loads((tiny.bundle / "bundle.json").read_text())["files"]
 
 
-def test_a_bundled_python_is_unpacked_where_uv_finds_it(tiny_bundle: Path, tmp_path: Path) -> None:
+def test_a_bundled_python_is_unpacked_where_uv_finds_it(tiny: Tiny, tmp_path: Path) -> None:
     """A uv-managed Python goes into the bundle and out again into the target's uv Python folder.
 
     Stand-in: no uv-managed Python can be downloaded here, so pyenv's 3.12.1 (hard-linked) under
@@ -225,7 +220,7 @@ def test_a_bundled_python_is_unpacked_where_uv_finds_it(tiny_bundle: Path, tmp_p
     shutil.copytree("/root/.pyenv/versions/3.12.1", source / "cpython-3.12.1-linux-x86_64-gnu",
                     symlinks=True, copy_function=os.link, ignore=skip)  # fmt: skip
     out = tmp_path / "bundle"
-    lock = str(tiny_bundle / "verl.lock")
+    lock = str(tiny.bundle / "verl.lock")
     data = bundle_json(out, "--lock", lock, env=tiny_env(UV_PYTHON_INSTALL_DIR=str(source)))
     assert data["python_build"]["path"] == "python/cpython-3.12.1-linux-x86_64-gnu.tar"
     assert data["python_build"]["role"] == "python"
@@ -233,7 +228,7 @@ def test_a_bundled_python_is_unpacked_where_uv_finds_it(tiny_bundle: Path, tmp_p
     # No other 3.12 on the target: only PATH's system Python and an empty pyenv.
     env = cut_off(tmp_path / "empty-cache", UV_PYTHON_INSTALL_DIR=str(target), PATH="/usr/bin:/bin",
                   PYENV_ROOT=str(tmp_path / "no-pyenv"))  # fmt: skip
-    code, err = offline_install(out, tmp_path / "env", env)
+    code, err = offline_install(out, tmp_path / "env", env, tiny.matrix)
     assert code == 0, err
     assert (target / "cpython-3.12.1-linux-x86_64-gnu" / "bin" / "python3.12").exists()
     assert "python: 3.12.1 from uv-managed" in err
