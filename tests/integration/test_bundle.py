@@ -254,9 +254,10 @@ def test_the_cpu_row_bundles_and_installs_with_the_network_cut(tmp_path: Path) -
             "install", "--offline", str(out), "--prefix", str(prefix), "--no-import", env=cut, timeout=1800
         )
         assert result.returncode == 0, result.stderr
-        verified = cli("verify", "--prefix", str(prefix), env=cut, timeout=900)
+        # The import probe of this row runs in test_verify's cpu install (the same files, by sha256).
+        verified = cli("verify", "--prefix", str(prefix), "--no-import", env=cut, timeout=900)
         assert verified.returncode == 0, verified.stdout + verified.stderr
-        assert "  ok      verl.trainer.main_ppo" in verified.stdout
+        assert "162 of 162 expected distributions match" in verified.stdout + verified.stderr
     finally:
         shutil.rmtree(prefix, ignore_errors=True)
         shutil.rmtree(tmp_path / "empty-cache", ignore_errors=True)
