@@ -1,0 +1,150 @@
+"""A lock installed by the plain tool alone, with no verl-setup on PATH, then `verify`.
+
+The cpu row (verl 0.9.1, torch 2.11.0 from PyPI) in both formats, by uv's binary called directly:
+`uv pip sync LOCK` and `uv pip sync pylock.cpu.toml` (~10 s each from a warm uv cache, which
+hardlinks). pip is tested on the tiny matrix (the cpu row is 5.4 GB that pip copies, not links):
+pip 23.0.1 (Debian 12's) and the newest pip, each from the index into a throwaway venv. The cpu
+row itself under pip 23.0.1, both ways, was run by hand (README, "Locks a plain tool installs").
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.integration.test_install import TINY, TINY_MATRIX, cli, tiny_env
+from tests.integration.test_lock import lock
+from verl_setup.environment.lock import OLDEST_PIP, read_lock
+from verl_setup.util.uvbin import find_uv
+
+pytestmark = [pytest.mark.network, pytest.mark.slow]
+
+PYENV = Path(os.environ.get("PYENV_ROOT") or Path.home() / ".pyenv") / "versions"
+OURS = str(Path(find_uv()).parent)  # the venv whose bin/ holds verl-setup (and the uv it bundles)
+
+
+def plain_env(**more: str) -> dict[str, str]:
+    """The user's environment with verl-setup's venv off PATH, no VERL_SETUP_* and no pip config
+    of this machine's own (a find-links folder, extra indexes): what a plain tool sees."""
+    path = os.pathsep.join(p for p in os.environ.get("PATH", os.defpath).split(os.pathsep) if p != OURS)
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("VERL_SETUP_", "PIP_", "VIRTUAL_ENV"))}
+    keep = {k: os.environ[k] for k in ("PIP_CERT",) if k in os.environ}
+    return {
+        **env,
+        **keep,
+        "PATH": path,
+        "PIP_CONFIG_FILE": os.devnull,
+        "UV_PYTHON_DOWNLOADS": "never",
+        **more,
+    }
+
+
+def run(argv: list[str], env: dict[str, str], timeout: float = 900) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(argv, capture_output=True, text=True, env=env, timeout=timeout, check=False)
+
+
+def python_311() -> Path:
+    found = sorted(PYENV.glob("3.11.*/bin/python3"), key=lambda p: [int(x) for x in p.parts[-3].split(".")])
+    if not found:
+        pytest.skip("needs a CPython 3.11 under pyenv (the cpu row's 3.11, Debian 12's minor)")
+    return found[-1]
+
+
+def plain_venv(path: Path, python: Path, env: dict[str, str]) -> Path:
+    made = run([find_uv(), "venv", "--python", str(python), str(path)], env)
+    assert made.returncode == 0, made.stderr
+    return path / "bin" / "python"
+
+
+def test_plain_env_really_has_no_verl_setup_on_path() -> None:
+    assert shutil.which("verl-setup", path=plain_env()["PATH"]) is None
+
+
+@pytest.fixture(scope="module")
+def cpu_locks(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, Path, Path]]:
+    """The cpu row locked for pyenv's 3.11 in both formats: (python, requirements lock, pylock)."""
+    folder = tmp_path_factory.mktemp("cpu-locks")
+    python = python_311()
+    version = python.parts[-3]
+    env = {k: v for k, v in os.environ.items() if not k.startswith("VERL_SETUP_")}
+    env["UV_PYTHON_DOWNLOADS"] = "never"
+    made = {}
+    for name, flags in (("cpu.lock", ()), ("pylock.cpu.toml", ("--format", "pylock"))):
+        result = cli(
+            "lock", "--no-gpu", "--python", version, "--out", str(folder / name), *flags, env=env, timeout=900
+        )
+        assert result.returncode == 0, result.stderr
+        made[name] = folder / name
+    yield python, made["cpu.lock"], made["pylock.cpu.toml"]
+    shutil.rmtree(folder, ignore_errors=True)
+
+
+@pytest.mark.parametrize("kind", ["requirements", "pylock"])
+def test_the_cpu_row_lock_installs_with_plain_uv_and_verifies(
+    kind: str, cpu_locks: tuple[Path, Path, Path], tmp_path: Path
+) -> None:
+    python, requirements, pylock = cpu_locks
+    locked = requirements if kind == "requirements" else pylock
+    if kind == "requirements":
+        assert read_lock(locked).fields["install-uv"] == "uv pip sync <this file>"
+    else:
+        assert read_lock(locked).kind == "pylock"
+    env = plain_env()
+    venv = tmp_path / "plain"
+    try:
+        target = plain_venv(venv, python, env)
+        # The header's own command, with nothing of verl-setup's: uv's binary, its cache, the lock.
+        synced = run([find_uv(), "pip", "sync", "--python", str(target), str(locked)], env)
+        assert synced.returncode == 0, synced.stderr
+        verified = cli("verify", "--prefix", str(venv), "--lock", str(locked), "--no-import", env=env)
+        assert verified.returncode == 0, verified.stdout + verified.stderr
+        pins = len(read_lock(locked).pins)
+        assert f"{pins} of {pins} expected distributions match" in verified.stdout
+        assert pins > 150
+    finally:
+        shutil.rmtree(venv, ignore_errors=True)
+
+
+def test_both_formats_lock_the_same_distributions(cpu_locks: tuple[Path, Path, Path]) -> None:
+    _, requirements, pylock = cpu_locks
+    assert {(p.name, p.version) for p in read_lock(requirements).pins} == {
+        (p.name, p.version) for p in read_lock(pylock).pins
+    }
+    table = read_lock(pylock).fields
+    assert {k: table[k] for k in ("row", "python", "platform", "uv", "matrix-sha256")} == {
+        k: read_lock(requirements).fields[k] for k in ("row", "python", "platform", "uv", "matrix-sha256")
+    }
+
+
+@pytest.mark.parametrize("pip", [OLDEST_PIP, "newest"])
+def test_a_lock_installs_with_pip_from_its_oldest_supported_version_to_the_newest(
+    pip: str, tmp_path: Path
+) -> None:
+    """The header's pip command, `pip install --no-deps -r LOCK`, with pip from the index."""
+    locked = tmp_path / "tiny.lock"
+    lock(locked, "--python", "3.11.7", matrix=TINY_MATRIX)
+    python = python_311()
+    env = plain_env()
+    venv = tmp_path / "pip-venv"
+    made = run([str(python), "-m", "venv", str(venv)], env)
+    assert made.returncode == 0, made.stderr
+    pip_exe = str(venv / "bin" / "pip")
+    spec = "pip" if pip == "newest" else f"pip=={pip}"
+    got = run([pip_exe, "install", "--quiet", "--upgrade", spec], env)
+    assert got.returncode == 0, got.stderr
+    version = run([pip_exe, "--version"], env).stdout.split()[1]
+    if pip != "newest":
+        assert version == pip
+    # The stand-in verl and torch come from the tiny matrix's folder, as uv found them.
+    installed = run(
+        [pip_exe, "install", "--no-deps", "--find-links", str(TINY / "wheels"), "-r", str(locked)], env
+    )
+    assert installed.returncode == 0, installed.stdout + installed.stderr
+    verified = cli("verify", "--prefix", str(venv), "--lock", str(locked), "--no-import", env=tiny_env())
+    assert verified.returncode == 0, verified.stdout + verified.stderr
+    assert "4 of 4 expected distributions match" in verified.stdout
