@@ -10,8 +10,8 @@ import pytest
 
 from tests.render_scenarios import SCENARIOS, plan_for
 from tests.unit.test_lock import BODY, FIELDS
-from verl_setup.environment.lock import OLDEST_PIP, body_options, parse, render, then_commands
-from verl_setup.environment.pylock import check_name, is_pylock_name, parse_pylock, pylock_name, render_pylock
+from verl_setup.environment.lock import OLDEST_PIP, body_options, parse, parse_pylock, render, then_commands
+from verl_setup.environment.pylock import check_name, is_pylock_name, pylock_name, render_pylock
 from verl_setup.errors import BadInputError, InstallError
 from verl_setup.plan.recipe import build_recipe
 

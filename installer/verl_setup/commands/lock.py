@@ -11,8 +11,8 @@ from typing import TextIO
 
 from verl_setup.commands.common import extension_requests, plan_for, wheel_sources
 from verl_setup.commands.flags import add_plan_flags, add_recipe_flags
-from verl_setup.environment.lock import compile_lock, parse, write_lock
-from verl_setup.environment.pylock import check_name, compile_pylock, parse_pylock
+from verl_setup.environment.lock import compile_lock, compile_pylock, parse, parse_pylock, write_lock
+from verl_setup.environment.pylock import check_name
 from verl_setup.environment.uv import uv_env
 from verl_setup.errors import BadInputError
 from verl_setup.output import Progress, envelope

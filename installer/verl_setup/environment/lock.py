@@ -16,13 +16,14 @@ import re
 import shlex
 import tempfile
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 from urllib.parse import unquote
 
 from packaging.utils import canonicalize_name, parse_wheel_filename
 
+from verl_setup.environment.pylock import is_pylock_name, read_pylock, render_pylock
 from verl_setup.errors import BadInputError, InstallError
 from verl_setup.plan.select import Plan
 
@@ -226,9 +227,24 @@ def read_lock(path: Path) -> Lock:
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         raise BadInputError(f"cannot read lock {path}: {getattr(exc, 'strerror', None) or exc}") from exc
-    from verl_setup.environment.pylock import is_pylock_name, parse_pylock  # noqa: PLC0415
-
     return parse_pylock(text, path) if is_pylock_name(path.name) else parse(text, path)
+
+
+def parse_pylock(text: str, path: Path) -> Lock:
+    """Read a pylock `lock --format pylock` wrote (environment/pylock.py checks its seal)."""
+    fields, packages = read_pylock(text, path)
+    lock = Lock(path=path, fields=fields, pins=(), kind="pylock")
+    # A prebuilt extension wheel's version carries its build label (+cu12torch2.8...), which the
+    # installed metadata does not: verify compares the public version, as for a requirements lock.
+    wheels = {name for name, mode in lock.extension_modes().items() if mode == "wheel"}
+    pins = []
+    for package in packages:
+        name = canonicalize_name(str(package.get("name", "")))
+        version = str(package.get("version", ""))
+        if name in wheels:
+            version = version.split("+", 1)[0]  # the public version: what precedes the local label
+        pins.append(Pin(name=name, version=version, marker=package.get("marker")))
+    return replace(lock, pins=tuple(pins))
 
 
 def after_lock(recipe: Recipe) -> list[Step]:
@@ -322,6 +338,12 @@ def compile_lock(plan: Plan, recipe: Recipe, *, uv: str, env: Mapping[str, str])
     body = resolve(plan, recipe, uv=uv, env=env)
     options = body_options(plan.index_url, recipe.sdists)
     return render(lock_fields(plan, recipe, uv=uv), options + body)
+
+
+def compile_pylock(plan: Plan, recipe: Recipe, *, uv: str, env: Mapping[str, str]) -> str:
+    """Resolve as compile_lock does, written by uv as PEP 751 (uv 0.13.9 calls the format experimental)."""
+    body = resolve(plan, recipe, uv=uv, env=env, extra=["--format", "pylock.toml"])
+    return render_pylock(lock_fields(plan, recipe, uv=uv), body)
 
 
 def write_lock(path: Path, text: str) -> None:

@@ -15,17 +15,9 @@ import json
 import re
 from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from packaging.utils import canonicalize_name
-from packaging.version import InvalidVersion, Version
-
-from verl_setup.environment.lock import Lock, Pin, lock_fields, resolve
 from verl_setup.errors import BadInputError, InstallError
-
-if TYPE_CHECKING:
-    from verl_setup.plan.recipe import Recipe
-    from verl_setup.plan.select import Plan
 
 FORMAT = 1  # of the [tool.verl-setup] table
 TABLE = "[tool.verl-setup]"
@@ -78,15 +70,9 @@ def render_pylock(fields: Mapping[str, str], body: str) -> str:
     return f'{text}sha256 = "{hashlib.sha256(text.encode()).hexdigest()}"\n'
 
 
-def compile_pylock(plan: Plan, recipe: Recipe, *, uv: str, env: Mapping[str, str]) -> str:
-    """Resolve as `lock` does, written by uv as PEP 751 (uv 0.13.9 calls the format experimental)."""
-    body = resolve(plan, recipe, uv=uv, env=env, extra=["--format", "pylock.toml"])
-    return render_pylock(lock_fields(plan, recipe, uv=uv), body)
-
-
-def parse_pylock(text: str, path: Path) -> Lock:
-    """Read a pylock `lock --format pylock` wrote; BadInputError if it is not one (a pylock from
-    another tool included: it names no row), InstallError if it was altered."""
+def read_pylock(text: str, path: Path) -> tuple[dict[str, str], list[dict[str, Any]]]:
+    """The [tool.verl-setup] fields and the packages of a pylock `lock --format pylock` wrote;
+    BadInputError if it is not one (another tool's pylock names no row), InstallError if altered."""
     lines = text.splitlines(keepends=True)
     seal = _SEAL.match(lines[-1].rstrip("\n")) if lines else None
     if seal is None or TABLE + "\n" not in lines:
@@ -107,27 +93,10 @@ def parse_pylock(text: str, path: Path) -> Lock:
     missing = [k for k in _REQUIRED if k not in fields]
     if missing:
         raise BadInputError(f"{path}: {TABLE} lacks {', '.join(missing)}")
-    lock = Lock(path=path, fields=fields, pins=(), kind="pylock")
-    # A prebuilt extension wheel's version carries its build label (+cu12torch2.8...), which the
-    # installed metadata does not: verify compares the public version, as for a requirements lock.
-    wheels = {name for name, mode in lock.extension_modes().items() if mode == "wheel"}
-    pins = []
-    for package in data.get("packages", []):
-        name = canonicalize_name(str(package.get("name", "")))
-        version = str(package.get("version", ""))
-        if name in wheels:
-            version = _public(version)
-        pins.append(Pin(name=name, version=version, marker=package.get("marker")))
-    if not pins:
+    packages = [p for p in data.get("packages", []) if isinstance(p, dict)]
+    if not packages:
         raise BadInputError(f"{path}: the lock pins no distributions")
-    return Lock(path=path, fields=fields, pins=tuple(pins), kind="pylock")
-
-
-def _public(version: str) -> str:
-    try:
-        return Version(version).public
-    except InvalidVersion:
-        return version
+    return fields, packages
 
 
 def _load(text: str, path: Path) -> dict[str, Any]:
