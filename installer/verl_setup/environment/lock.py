@@ -232,7 +232,7 @@ def read_lock(path: Path) -> Lock:
 
 def parse_pylock(text: str, path: Path) -> Lock:
     """Read a pylock `lock --format pylock` wrote (environment/pylock.py checks its seal)."""
-    fields, packages = read_pylock(text, path)
+    fields, packages = read_pylock(text, path, _KEYS)
     lock = Lock(path=path, fields=fields, pins=(), kind="pylock")
     # A prebuilt extension wheel's version carries its build label (+cu12torch2.8...), which the
     # installed metadata does not: verify compares the public version, as for a requirements lock.

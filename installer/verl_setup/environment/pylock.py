@@ -13,7 +13,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -23,17 +23,6 @@ FORMAT = 1  # of the [tool.verl-setup] table
 TABLE = "[tool.verl-setup]"
 _NAME = re.compile(r"^pylock(\.[^.]+)?\.toml$")  # PEP 751: pylock.toml or pylock.<name>.toml
 _SEAL = re.compile(r'^sha256 = "([0-9a-f]{64})"$')
-_REQUIRED = (
-    "row",
-    "row-sha256",
-    "matrix",
-    "matrix-sha256",
-    "python",
-    "platform",
-    "index-url",
-    "flash-attn",
-    "uv",
-)
 
 
 def is_pylock_name(name: str) -> bool:
@@ -70,9 +59,12 @@ def render_pylock(fields: Mapping[str, str], body: str) -> str:
     return f'{text}sha256 = "{hashlib.sha256(text.encode()).hexdigest()}"\n'
 
 
-def read_pylock(text: str, path: Path) -> tuple[dict[str, str], list[dict[str, Any]]]:
-    """The [tool.verl-setup] fields and the packages of a pylock `lock --format pylock` wrote;
-    BadInputError if it is not one (another tool's pylock names no row), InstallError if altered."""
+def read_pylock(
+    text: str, path: Path, required: Sequence[str]
+) -> tuple[dict[str, str], list[dict[str, Any]]]:
+    """The [tool.verl-setup] fields (`required` among them) and the packages of a pylock `lock
+    --format pylock` wrote; BadInputError if it is not one (another tool's pylock names no row),
+    InstallError if altered."""
     lines = text.splitlines(keepends=True)
     seal = _SEAL.match(lines[-1].rstrip("\n")) if lines else None
     if seal is None or TABLE + "\n" not in lines:
@@ -90,7 +82,7 @@ def read_pylock(text: str, path: Path) -> tuple[dict[str, str], list[dict[str, A
     if table.get("format") != FORMAT:
         raise BadInputError(f"{path}: {TABLE} format {table.get('format')!r}; this verl-setup reads {FORMAT}")
     fields = {key: str(value) for key, value in table.items() if key != "format"}
-    missing = [k for k in _REQUIRED if k not in fields]
+    missing = [k for k in required if k not in fields]
     if missing:
         raise BadInputError(f"{path}: {TABLE} lacks {', '.join(missing)}")
     packages = [p for p in data.get("packages", []) if isinstance(p, dict)]
