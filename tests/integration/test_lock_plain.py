@@ -121,13 +121,20 @@ def test_both_formats_lock_the_same_distributions(cpu_locks: tuple[Path, Path, P
     }
 
 
+@pytest.fixture(scope="module")
+def tiny_lock(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One tiny-matrix lock (row tiny-new) for pyenv's 3.11, shared by the pip versions."""
+    locked = tmp_path_factory.mktemp("tiny-lock") / "tiny.lock"
+    lock(locked, "--python", python_311().parts[-3], matrix=TINY_MATRIX)
+    return locked
+
+
 @pytest.mark.parametrize("pip", [OLDEST_PIP, "newest"])
 def test_a_lock_installs_with_pip_from_its_oldest_supported_version_to_the_newest(
-    pip: str, tmp_path: Path
+    pip: str, tiny_lock: Path, tmp_path: Path
 ) -> None:
     """The header's pip command, `pip install --no-deps -r LOCK`, with pip from the index."""
-    locked = tmp_path / "tiny.lock"
-    lock(locked, "--python", "3.11.7", matrix=TINY_MATRIX)
+    locked = tiny_lock
     python = python_311()
     env = plain_env()
     venv = tmp_path / "pip-venv"
