@@ -4,7 +4,8 @@ The cpu row (verl 0.9.1, torch 2.11.0 from PyPI) in both formats, by uv's binary
 `uv pip sync LOCK` and `uv pip sync pylock.cpu.toml` (~10 s each from a warm uv cache, which
 hardlinks). pip is tested on the tiny matrix (the cpu row is 5.4 GB that pip copies, not links):
 pip 23.0.1 (Debian 12's) and the newest pip, each from the index into a throwaway venv. The cpu
-row itself under pip 23.0.1, both ways, was run by hand (README, "Locks a plain tool installs").
+row itself under pip 23.0.1 and 26.3 was run by hand (README, "Locks a plain tool installs"). A
+row on an extra index is a stand-in served from 127.0.0.1 (PyTorch's index is out of reach here).
 """
 
 from __future__ import annotations
@@ -155,3 +156,77 @@ def test_a_lock_installs_with_pip_from_its_oldest_supported_version_to_the_newes
     verified = cli("verify", "--prefix", str(venv), "--lock", str(locked), "--no-import", env=tiny_env())
     assert verified.returncode == 0, verified.stdout + verified.stderr
     assert "4 of 4 expected distributions match" in verified.stdout
+
+
+def test_a_row_on_an_extra_index_keeps_it_in_the_body_so_plain_uv_and_pip_find_its_torch(
+    tmp_path: Path,
+) -> None:
+    """A stand-in for a row on PyTorch's index (out of reach here): torch only on an index served
+    from 127.0.0.1, verl only in a folder, six and idna on the default index."""
+    from tests.integration.local_index import serve  # noqa: PLC0415
+
+    folder = tmp_path / "links"
+    folder.mkdir()
+    shutil.copy(TINY / "wheels" / "verl-0.0.2+tiny-py3-none-any.whl", folder)
+    with serve(tmp_path / "index") as index:
+        index.upload("torch", "0.0.2+tiny", date="2026-01-01")
+        matrix = tmp_path / "m" / "verl.yaml"
+        matrix.parent.mkdir()
+        text = TINY_MATRIX.read_text().replace(
+            "schema: 1\n",
+            f"schema: 1\nindexes:\n  stand-in-torch:\n    url: {index.url}\n    note: test\n",
+            1,
+        )
+        matrix.write_text(
+            text.replace(
+                'torch: {version: "0.0.2+tiny", cuda: null, index: default}',
+                ('torch: {version: "0.0.2+tiny", cuda: null, index: stand-in-torch}'),
+            )
+        )
+        locked = tmp_path / "indexed.lock"
+        env = {**tiny_env(), "UV_FIND_LINKS": str(folder)}
+        made = cli(
+            "lock", "--matrix", str(matrix), "--python", python_311().parts[-3], "--out", str(locked), env=env
+        )
+        assert made.returncode == 0, made.stderr
+        body = locked.read_text().split("\n# sha256: ", 1)[1]
+        assert f"\n--extra-index-url {index.url}\n--only-binary :all:\n" in body
+        assert (
+            "# install-uv: uv pip sync --index-strategy unsafe-best-match <this file>" in locked.read_text()
+        )
+        plain = plain_env(UV_CACHE_DIR=str(tmp_path / "uv-cache"))
+        without = tmp_path / "without-index.txt"  # the body as format 3 wrote it: the index in a comment only
+        without.write_text(locked.read_text().replace(f"--extra-index-url {index.url}\n", ""))
+
+        def uv_sync(lock_file: Path) -> subprocess.CompletedProcess[str]:
+            venv = tmp_path / f"uv-{lock_file.stem}"
+            target = plain_venv(venv, python_311(), plain)
+            argv = [
+                find_uv(),
+                "pip",
+                "sync",
+                "--python",
+                str(target),
+                "--index-strategy",
+                "unsafe-best-match",
+            ]
+            return run([*argv, "--find-links", str(folder), str(lock_file)], plain)
+
+        assert uv_sync(without).returncode != 0  # no torch 0.0.2+tiny without the index
+        synced = uv_sync(locked)
+        assert synced.returncode == 0, synced.stderr
+        verified = cli(
+            "verify", "--prefix", str(tmp_path / "uv-indexed"), "--lock", str(locked), "--no-import"
+        )
+        assert verified.returncode == 0, verified.stdout + verified.stderr
+
+        venv = tmp_path / "pip-venv"
+        assert run([str(python_311()), "-m", "venv", str(venv)], plain).returncode == 0
+        pip_exe = str(venv / "bin" / "pip")
+        installed = run(
+            [pip_exe, "install", "--no-deps", "--find-links", str(folder), "-r", str(locked)], plain
+        )
+        assert installed.returncode == 0, installed.stdout + installed.stderr
+        verified = cli("verify", "--prefix", str(venv), "--lock", str(locked), "--no-import")
+        assert verified.returncode == 0, verified.stdout + verified.stderr
+        assert "4 of 4 expected distributions match" in verified.stdout
