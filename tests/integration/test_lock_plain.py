@@ -13,7 +13,6 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -66,60 +65,43 @@ def test_plain_env_really_has_no_verl_setup_on_path() -> None:
     assert shutil.which("verl-setup", path=plain_env()["PATH"]) is None
 
 
-@pytest.fixture(scope="module")
-def cpu_locks(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, Path, Path]]:
-    """The cpu row locked for pyenv's 3.11 in both formats: (python, requirements lock, pylock)."""
-    folder = tmp_path_factory.mktemp("cpu-locks")
+def test_the_cpu_row_locks_in_both_formats_and_each_installs_with_plain_uv_and_verifies(
+    tmp_path: Path,
+) -> None:
+    """One test, so that xdist resolves the cpu row once per format (a module fixture would be made
+    again on each worker)."""
     python = python_311()
-    version = python.parts[-3]
     env = {k: v for k, v in os.environ.items() if not k.startswith("VERL_SETUP_")}
     env["UV_PYTHON_DOWNLOADS"] = "never"
-    made = {}
-    for name, flags in (("cpu.lock", ()), ("pylock.cpu.toml", ("--format", "pylock"))):
-        result = cli(
-            "lock", "--no-gpu", "--python", version, "--out", str(folder / name), *flags, env=env, timeout=900
-        )
+    requirements, pylock = tmp_path / "cpu.lock", tmp_path / "pylock.cpu.toml"
+    for out, flags in ((requirements, ()), (pylock, ("--format", "pylock"))):
+        argv = ["lock", "--no-gpu", "--python", python.parts[-3], "--out", str(out), *flags]
+        result = cli(*argv, env=env, timeout=900)
         assert result.returncode == 0, result.stderr
-        made[name] = folder / name
-    yield python, made["cpu.lock"], made["pylock.cpu.toml"]
-    shutil.rmtree(folder, ignore_errors=True)
-
-
-@pytest.mark.parametrize("kind", ["requirements", "pylock"])
-def test_the_cpu_row_lock_installs_with_plain_uv_and_verifies(
-    kind: str, cpu_locks: tuple[Path, Path, Path], tmp_path: Path
-) -> None:
-    python, requirements, pylock = cpu_locks
-    locked = requirements if kind == "requirements" else pylock
-    if kind == "requirements":
-        assert read_lock(locked).fields["install-uv"] == "uv pip sync <this file>"
-    else:
-        assert read_lock(locked).kind == "pylock"
-    env = plain_env()
-    venv = tmp_path / "plain"
-    try:
-        target = plain_venv(venv, python, env)
-        # The header's own command, with nothing of verl-setup's: uv's binary, its cache, the lock.
-        synced = run([find_uv(), "pip", "sync", "--python", str(target), str(locked)], env)
-        assert synced.returncode == 0, synced.stderr
-        verified = cli("verify", "--prefix", str(venv), "--lock", str(locked), "--no-import", env=env)
-        assert verified.returncode == 0, verified.stdout + verified.stderr
-        pins = len(read_lock(locked).pins)
-        assert f"{pins} of {pins} expected distributions match" in verified.stdout
-        assert pins > 150
-    finally:
-        shutil.rmtree(venv, ignore_errors=True)
-
-
-def test_both_formats_lock_the_same_distributions(cpu_locks: tuple[Path, Path, Path]) -> None:
-    _, requirements, pylock = cpu_locks
+    assert read_lock(requirements).fields["install-uv"] == "uv pip sync <this file>"
+    assert read_lock(pylock).kind == "pylock"
     assert {(p.name, p.version) for p in read_lock(requirements).pins} == {
         (p.name, p.version) for p in read_lock(pylock).pins
     }
-    table = read_lock(pylock).fields
-    assert {k: table[k] for k in ("row", "python", "platform", "uv", "matrix-sha256")} == {
-        k: read_lock(requirements).fields[k] for k in ("row", "python", "platform", "uv", "matrix-sha256")
+    facts = ("row", "python", "platform", "uv", "matrix-sha256")
+    assert {k: read_lock(pylock).fields[k] for k in facts} == {
+        k: read_lock(requirements).fields[k] for k in facts
     }
+    plain = plain_env()
+    for locked in (requirements, pylock):
+        venv = tmp_path / f"plain-{locked.name}"
+        try:
+            target = plain_venv(venv, python, plain)
+            # The header's own command, with nothing of verl-setup's: uv's binary, its cache, the lock.
+            synced = run([find_uv(), "pip", "sync", "--python", str(target), str(locked)], plain)
+            assert synced.returncode == 0, synced.stderr
+            verified = cli("verify", "--prefix", str(venv), "--lock", str(locked), "--no-import", env=plain)
+            assert verified.returncode == 0, verified.stdout + verified.stderr
+            pins = len(read_lock(locked).pins)
+            assert pins > 150
+            assert f"{pins} of {pins} expected distributions match" in verified.stdout
+        finally:
+            shutil.rmtree(venv, ignore_errors=True)
 
 
 @pytest.fixture(scope="module")
