@@ -116,8 +116,14 @@ def test_a_row_id_with_dots_gets_a_pep_751_name_and_a_wrong_name_is_bad_input() 
 
 
 def test_a_pylock_reads_back_with_its_fields_and_pins_and_an_extension_wheels_public_version() -> None:
-    fields = {**FIELDS, "flash-attn": "wheel 2.8.3", "then": 'uv pip install --no-deps "mbridge @ git+x"'}
-    text = render_pylock(fields, PYLOCK_BODY)
+    fields = {
+        **FIELDS,
+        "flash-attn": "wheel 2.8.3",
+        "torch-extensions": "transformer-engine-torch=wheel 2.16.1 as transformer-engine",
+        "then": 'uv pip install --no-deps "mbridge @ git+x"',
+    }
+    body = PYLOCK_BODY + '\n[[packages]]\nname = "transformer-engine"\nversion = "2.16.1+cu13torch2.11"\n'
+    text = render_pylock(fields, body)
     assert '\n[tool.verl-setup]\nformat = 1\nrow = "cpu"\n' in text
     lock = parse_pylock(text, Path("pylock.cpu.toml"))
     assert lock.kind == "pylock"
@@ -126,6 +132,7 @@ def test_a_pylock_reads_back_with_its_fields_and_pins_and_an_extension_wheels_pu
     assert [(p.name, p.version, p.marker) for p in lock.pins] == [
         ("six", "1.17.0", None),
         ("flash-attn", "2.8.3", "sys_platform == 'linux'"),
+        ("transformer-engine", "2.16.1", None),
     ]
 
 

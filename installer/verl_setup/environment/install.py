@@ -168,11 +168,8 @@ def _check_extension(job: Job, ext: ExtensionPlan, progress: Progress) -> None:
         "abi", f"{ext.name}: {len(report.checked)} compiled modules read against the installed torch"
     )
     # Only this package's modules decide here; the rest of the environment is verify's to judge.
-    mine = [
-        f
-        for f in report.findings
-        if f.distribution and canonicalize_name(f.distribution) == canonicalize_name(ext.name)
-    ]
+    names = {canonicalize_name(n) for n in (ext.name, ext.distribution) if n}  # a whole wheel's too
+    mine = [f for f in report.findings if f.distribution and canonicalize_name(f.distribution) in names]
     if mine:
         found = mine[0]
         where = f" (from {ext.source}: {ext.url})" if ext.source else ""
@@ -225,6 +222,7 @@ def manifest(job: Job, report: Report) -> dict[str, Any]:
                 "version": e.version,
                 "mode": e.mode,
                 "source": e.source,
+                "distribution": e.distribution or e.name,
                 "url": e.url,
                 "sha256": e.sha256,
                 "reason": e.reason,

@@ -237,6 +237,9 @@ def parse_pylock(text: str, path: Path) -> Lock:
     # A prebuilt extension wheel's version carries its build label (+cu12torch2.8...), which the
     # installed metadata does not: verify compares the public version, as for a requirements lock.
     wheels = {name for name, mode in lock.extension_modes().items() if mode == "wheel"}
+    # ... and by the distribution a whole-project wheel carries it as (`=wheel 2.16.1 as transformer-engine`).
+    extensions = lock.fields.get("torch-extensions", "")
+    wheels |= {canonicalize_name(m[1]) for m in re.finditer(r"=wheel \S+ as ([A-Za-z0-9._-]+)", extensions)}
     pins = []
     for package in packages:
         name = canonicalize_name(str(package.get("name", "")))
@@ -321,7 +324,9 @@ def lock_fields(plan: Plan, recipe: Recipe, *, uv: str) -> dict[str, str]:
     }
     others = [e for e in recipe.extensions if e.name != "flash-attn"]
     if others:
-        fields["torch-extensions"] = ", ".join(f"{e.name}={e.mode} {e.version}" for e in others)
+        # A whole-project wheel (TransformerEngine) says which distribution carries the package.
+        carried = [(f"{e.name}={e.mode} {e.version}", e.distribution) for e in others]
+        fields["torch-extensions"] = ", ".join(c + (f" as {d}" if d else "") for c, d in carried)
     then = then_commands(recipe)
     if then:
         fields["then"] = then
