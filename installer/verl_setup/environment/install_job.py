@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
-from verl_setup.environment.lock import Lock, read_lock
+from verl_setup.environment.lock import Lock, after_lock, read_lock
 from verl_setup.environment.python_choice import PythonChoice, choose_python
 from verl_setup.environment.staging import Layout, check_prefix, resolve_prefix
 from verl_setup.environment.verify import MANIFEST
@@ -89,13 +89,8 @@ def uv_commands(
                 + offline,
             )
         )
-        built = [e.name for e in recipe.extensions if e.mode == "build"]
         # The lock holds no package installed without its dependencies: they come after it.
-        steps = [
-            s
-            for s in recipe.steps
-            if s.name in built or s.name.removesuffix("-build-requires") in built or s.no_deps
-        ]
+        steps = after_lock(recipe)
     else:
         steps = list(recipe.steps)
     for step in steps:
