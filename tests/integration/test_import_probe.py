@@ -259,6 +259,14 @@ def test_a_row_without_verls_default_bridge_fails_the_probe(tmp_path: Path) -> N
     """Audit 2026-12-b D1: a verl 0.9 Megatron row without Megatron-Bridge passed the probe, which
     skipped a bridge that was not installed; verl's first model build then raised ImportError."""
     files = {k: v for k, v in BRIDGES.items() if not k.startswith("megatron/bridge/")}
+    files.update(
+        {  # as verl's own modules of each bridge (verl 0.8.0 and 0.9.1)
+            "verl/models/__init__.py": "",
+            "verl/models/mcore/__init__.py": "",
+            "verl/models/mcore/bridge.py": "from megatron.bridge import AutoBridge\n",
+            "verl/models/mcore/mbridge.py": "from mbridge import AutoBridge\n",
+        }
+    )
     files["mbridge/__init__.py"] = files["mbridge/__init__.py"].replace(
         "rotary_base=self.hf_config.rope_theta", "rotary_base=self.hf_config.rope_parameters['rope_theta']"
     )  # a fixed mbridge (git 641a5a0 reads rope_parameters): only the missing default fails
@@ -269,12 +277,14 @@ def test_a_row_without_verls_default_bridge_fails_the_probe(tmp_path: Path) -> N
     assert "verl's default bridge" in by_name["megatron.bridge"].error
     assert "vanilla_mbridge: False" in by_name["megatron.bridge"].error
     assert by_name["mbridge:AutoBridge.from_config"].outcome == "ok"
-    assert [m.module for m in result.failures()] == ["megatron.bridge"]
+    assert [m.module for m in result.failures()] == ["megatron.bridge", "verl.models.mcore.bridge"]
     # verl 0.8 (mbridge by default) without mbridge: a failure, unless it was left out on purpose.
+    # Its verl.models.mcore.bridge (Megatron-Bridge's path, not the default) is not probed.
     files_08 = {k: v for k, v in files.items() if not k.startswith("mbridge/")}
     root = tree(tmp_path / "0.8", {**files_08, **engine_config("True")})
     missing = run_probe(Path(sys.executable), "none", 120, env_with(root))
-    assert [m.module for m in missing.failures()] == ["mbridge"]
+    assert [m.module for m in missing.failures()] == ["mbridge", "verl.models.mcore.mbridge"]
+    assert "verl.models.mcore.bridge" not in {m.module for m in missing.modules}
     why = "mbridge left out (--without mbridge)"
     left = run_probe(Path(sys.executable), "none", 120, env_with(root), left_out={"mbridge": why})
     assert {m.module: m.outcome for m in left.modules}["mbridge"] == "absent"

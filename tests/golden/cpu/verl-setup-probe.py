@@ -94,9 +94,12 @@ if exists("megatron.core"):
     bridges = ["megatron.bridge", "mbridge"]
     bridges.sort(key=lambda b: b != (default or (None,))[0])
     modules += [b for b in bridges if exists(b) or (default and b == default[0])]
-    for name in ("verl.models.mcore.bridge", "verl.models.mcore.mbridge", "verl.workers.megatron_workers",
-                 "verl.workers.engine.megatron", "verl.utils.megatron_utils"):
-        if exists(name):
+    # verl's module of each bridge only where that bridge is installed or is the default: verl
+    # 0.8's verl.models.mcore.bridge imports megatron.bridge, which its default path never loads.
+    for name, bridge in (("verl.models.mcore.bridge", "megatron.bridge"),
+                         ("verl.models.mcore.mbridge", "mbridge"), ("verl.workers.megatron_workers", None),
+                         ("verl.workers.engine.megatron", None), ("verl.utils.megatron_utils", None)):
+        if exists(name) and (bridge is None or bridge in modules):
             modules.append(name)
 # The bridges on the CPU: each reads a tiny Hugging Face config into Megatron's terms, the step
 # where PyPI's mbridge 0.15.1 raises AttributeError on transformers 5 (rope_theta moved into
