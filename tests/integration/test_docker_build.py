@@ -4,6 +4,7 @@ the earlier layers reused."""
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import time
@@ -14,6 +15,7 @@ import pytest
 
 from tests.conftest import json_data, run_cli
 from tests.integration.docker_engine import base_image, start_dockerd, unavailable
+from tests.integration.test_json_contract import valid
 from verl_setup.environment.builder import choose
 from verl_setup.matrix.load import default_matrix_path, load_matrix
 
@@ -65,6 +67,7 @@ def build(
     start = time.monotonic()
     result = run_cli(*args)
     assert result.code == 0, result.err[-4000:]
+    valid(json.loads(result.out))
     report: dict[str, object] = json_data(result.out)
     report["wall"] = round(time.monotonic() - start, 1)
     return report
