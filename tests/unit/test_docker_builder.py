@@ -4,13 +4,15 @@ and BuildKit's plain progress read into steps, cached steps and the failing step
 
 from __future__ import annotations
 
+import io
 import stat
 from pathlib import Path
 
 import pytest
 
 from tests.conftest import run_cli
-from verl_setup.environment.builder import Builder, PlainLog, argv, choose
+from verl_setup.environment.builder import Builder, PlainLog, argv, build_cli, choose
+from verl_setup.errors import InstallError
 
 FIXTURES = Path(__file__).parents[1] / "fixtures" / "docker"
 
@@ -101,3 +103,31 @@ def test_plain_progress_names_the_failing_step() -> None:
     assert log.error is not None
     assert log.error[0].startswith("RUN --mount=type=cache")
     assert log.error[1].endswith("network bridge not found")
+
+
+def build_stand_in(tmp_path: Path, output: str, code: int) -> Builder:
+    """A `docker` whose build prints a recorded BuildKit log, writes --iidfile, exits `code`."""
+    script = tmp_path / "docker"
+    script.write_text(
+        "#!/bin/sh\n"
+        f"/bin/cat {FIXTURES / output}\n"
+        'while [ $# -gt 0 ]; do [ "$1" = --iidfile ] && printf sha256:abc > "$2"; shift; done\n'
+        f"exit {code}\n"
+    )
+    script.chmod(0o755)
+    return Builder(kind="buildkit", docker=str(script), why="stand-in")
+
+
+@pytest.mark.subprocess
+def test_a_failed_buildkit_build_names_its_step_and_a_passed_one_its_image(tmp_path: Path) -> None:
+    failing = build_stand_in(tmp_path, "buildkit-0.8-plain-error.txt", 1)
+    seen = io.StringIO()
+    with pytest.raises(
+        InstallError, match=r"failed at step 'RUN --mount=type=cache.*network bridge not found"
+    ):
+        build_cli(failing, tmp_path, "t:1", network=None, env={"PATH": "/bin"}, progress=seen)
+    assert "#5 ERROR: executor failed running" in seen.getvalue()  # the log reached the user
+    passing = build_stand_in(tmp_path, "debian-20.10.version", 0)
+    image, log, _ = build_cli(passing, tmp_path, "t:1", network="host", env={"PATH": "/bin"}, progress=seen)
+    assert image == "sha256:abc"
+    assert log.steps == []

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal, TextIO
 
-from verl_setup.environment.image import BuildLog
+from verl_setup.environment.image import BuildLog, step_failed
 from verl_setup.errors import InstallError
 from verl_setup.util.runner import ProgramError, follow, run
 
@@ -80,7 +80,7 @@ class PlainLog(BuildLog):
     def __init__(self) -> None:
         super().__init__()
         self.vertices: dict[str, str] = {}
-        self.error: tuple[str, str] | None = None
+        self.error: tuple[str | None, str] | None = None
 
     def add(self, line: str) -> None:
         """Record one line of build output."""
@@ -142,9 +142,8 @@ def build_cli(
         except ProgramError as exc:
             raise InstallError(f"docker build could not run: {exc}") from exc
         if code != 0:
-            step, error = log.error or ("(before the first step)", _first("\n".join(log.tail[-1:])))
-            tail = "\n".join(log.tail[-15:])
-            raise InstallError(f"docker build failed at step {step!r}: {error.strip()}\n{tail}")
+            step, error = log.error or (None, _first("\n".join(log.tail[-1:])))
+            raise step_failed(step, error, log.tail)
         image_id = iidfile.read_text(encoding="utf-8").strip() if iidfile.exists() else ""
     if not image_id:
         raise InstallError(f"docker build of {tag} reported success but wrote no image id")
