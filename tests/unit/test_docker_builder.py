@@ -101,7 +101,7 @@ def test_plain_progress_names_the_failing_step() -> None:
         "RUN --mount=type=cache,target=/root/.cache/x echo hello > /root/.cache/x/f && ls /root/.cache/x",
     ]
     assert log.error is not None
-    assert log.error[0].startswith("RUN --mount=type=cache")
+    assert str(log.error[0]).startswith("RUN --mount=type=cache")
     assert log.error[1].endswith("network bridge not found")
 
 
