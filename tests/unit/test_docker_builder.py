@@ -59,8 +59,9 @@ def test_buildx_comes_first_wherever_it_answers(tmp_path: Path) -> None:
     assert argv_[argv_.index("--allow") + 1] == "network.host"
 
 
-def test_no_docker_cli_means_the_legacy_builder(tmp_path: Path) -> None:
+def test_no_docker_cli_or_docker_buildkit_0_means_the_legacy_builder(tmp_path: Path) -> None:
     assert choose({"PATH": str(tmp_path)}) == Builder(kind="legacy", docker=None, why="no docker CLI on PATH")
+    assert choose({"PATH": "/nonexistent", "DOCKER_BUILDKIT": "0"}).why == "DOCKER_BUILDKIT=0"
 
 
 @pytest.mark.subprocess  # planning detects this machine

@@ -44,9 +44,16 @@ class Builder:
 def choose(env: Mapping[str, str]) -> Builder:
     """buildx if the docker CLI has the plugin, else the engine's BuildKit through a CLI that
     still speaks it (< 23.0), else the legacy builder."""
+    if env.get("DOCKER_BUILDKIT") == "0":  # the user's own choice, as the docker CLI reads it
+        return Builder(kind="legacy", docker=None, why="DOCKER_BUILDKIT=0")
     docker = shutil.which("docker", path=env.get("PATH", os.defpath))
     if docker is None:
         return Builder(kind="legacy", docker=None, why="no docker CLI on PATH")
+    return _ask(docker, env)
+
+
+def _ask(docker: str, env: Mapping[str, str]) -> Builder:
+    """What this docker CLI offers: `buildx version` answers, or its own version is before 23.0."""
     try:
         buildx = run([docker, "buildx", "version"], timeout=20, env=env)
         version = run([docker, "--version"], timeout=20, env=env)
