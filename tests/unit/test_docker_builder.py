@@ -132,3 +132,16 @@ def test_a_failed_buildkit_build_names_its_step_and_a_passed_one_its_image(tmp_p
     image, log, _ = build_cli(passing, tmp_path, "t:1", network="host", env={"PATH": "/bin"}, progress=seen)
     assert image == "sha256:abc"
     assert log.steps == []
+
+
+def test_plain_progress_counts_cached_steps() -> None:
+    log = PlainLog()
+    for line in (FIXTURES / "buildkit-0.8-plain-cached.txt").read_text().splitlines():
+        log.add(line)
+    assert log.error is None
+    assert log.steps == [
+        "FROM docker.io/local/debian-min:bookworm",
+        "RUN --mount=type=cache,target=/root/.cache/x echo hello > /root/.cache/x/f && ls /root/.cache/x",
+        "RUN echo done",
+    ]
+    assert log.cached == log.steps[1:]  # FROM is never "CACHED" in BuildKit's words
