@@ -12,9 +12,11 @@ from verl_setup.matrix.load import load_matrix
 from verl_setup.plan.select import Plan, select
 from verl_setup.plan.target import Request, build_target
 from verl_setup.render.templates import RenderedFile, RenderOptions, expand_targets, render
+from verl_setup.render.values import Container
 
 GOLDEN = Path(__file__).parent / "golden"
 HOSTILE_HF_HOME = "/tmp/$(touch pwned-hf)`touch pwned-tick` it's; touch pwned-semi"
+HOSTILE_IMAGE = "/images/verl $(touch pwned-image)'q'.sif"
 
 
 @dataclass(frozen=True)
@@ -44,6 +46,7 @@ SCENARIOS = [
             "job": "python3 -m verl.trainer.main_ppo trainer.total_epochs=1",
             "head_ip": "10.0.0.1",
             "extensions": {"flash-attn": "build"},
+            "container": Container(kind="pyxis", image="nvcr.io#verl-setup/verl:h200"),
         },
     ),
     Scenario(
@@ -73,6 +76,7 @@ SCENARIOS = [
             "venv": 'venv with spaces/$(touch pwned-venv)"q"',
             "job": "python3 -m verl.trainer.main_ppo 'data.path=a b' ; touch pwned-job",
             "namespace": "team-a",
+            "container": Container(kind="apptainer", image=HOSTILE_IMAGE),
         },
     ),
 ]

@@ -1,8 +1,12 @@
-"""`verl-setup docker build` against a real engine: build the cpu row's image on a local base,
-verify the pins inside it, then change only the verl pin and see the earlier layers reused."""
+"""`verl-setup docker build` against a real engine: build the cpu row's image with BuildKit (uv
+cache mounts, --buildkit) on a local base, verify the pins inside it, then change one pin and see
+the earlier layers reused."""
 
 from __future__ import annotations
 
+import json
+import os
+import shutil
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -10,11 +14,31 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import json_data, run_cli
-from tests.integration.docker_engine import base_image, start_dockerd
+from tests.integration.docker_engine import base_image, start_dockerd, unavailable
+from tests.integration.test_json_contract import valid
+from verl_setup.environment.builder import choose
 from verl_setup.matrix.load import default_matrix_path, load_matrix
 
 pytestmark = [pytest.mark.network, pytest.mark.slow, pytest.mark.docker, pytest.mark.serial]
 HOST_CA = Path("/etc/ssl/certs/ca-certificates.crt")
+# Debian 12's docker.io client (20.10) runs the engine's BuildKit itself; a Docker CLI 23+ needs
+# the buildx plugin for that, which Debian 12 does not package.
+DEBIAN_CLI = Path("/usr/bin/docker")
+
+
+@pytest.fixture(scope="module")
+def buildkit_path(tmp_path_factory: pytest.TempPathFactory) -> str:
+    """PATH with a docker CLI that reaches BuildKit first: the one on PATH, else Debian's."""
+    for candidate in (shutil.which("docker"), str(DEBIAN_CLI)):
+        if candidate is None or not Path(candidate).exists():
+            continue
+        folder = tmp_path_factory.mktemp("docker-cli")
+        (folder / "docker").symlink_to(candidate)
+        path = f"{folder}{os.pathsep}{os.environ.get('PATH', '')}"
+        if choose({"PATH": path}).kind != "legacy":
+            return path
+    unavailable("no docker CLI that runs BuildKit (buildx plugin, or a Docker CLI before 23.0)")
+    return ""
 
 
 @pytest.fixture(scope="module")
@@ -32,26 +56,31 @@ def build(
     engine_host: str, base: str, monkeypatch: pytest.MonkeyPatch, tag: str, *extra: str
 ) -> dict[str, object]:
     monkeypatch.setenv("DOCKER_HOST", engine_host)
+    # --network host: BuildKit runs RUN in a bridge network by default, and this dockerd has none
+    # (`--bridge=none`: "network bridge not found").
     args = [
         "docker", "build", "--no-gpu", "--python", "3.11.2", "--base-image", base,
-        "--network", "host", "--tag", tag, "--json", *extra,
+        "--network", "host", "--buildkit", "--tag", tag, "--json", *extra,
     ]  # fmt: skip
     if HOST_CA.exists():
         args += ["--ca-bundle", str(HOST_CA)]  # the package index here is re-signed by a local CA
     start = time.monotonic()
     result = run_cli(*args)
     assert result.code == 0, result.err[-4000:]
+    valid(json.loads(result.out))
     report: dict[str, object] = json_data(result.out)
     report["wall"] = round(time.monotonic() - start, 1)
     return report
 
 
-def test_build_verify_label_then_a_verl_bump_reuses_the_layers(
-    engine: str, base: str, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+def test_buildkit_build_verify_label_then_a_pin_bump_reuses_the_layers(
+    engine: str, base: str, buildkit_path: str, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
     import docker  # noqa: PLC0415
 
+    monkeypatch.setenv("PATH", buildkit_path)
     first = build(engine, base, monkeypatch, "verl-setup-test:cpu")
+    assert first["builder"] in ("buildkit", "buildx"), first
     assert first["verified"] is True
     assert first["python"] == "3.11.2"
     image = docker.DockerClient(base_url=engine).images.get("verl-setup-test:cpu")

@@ -1,5 +1,6 @@
-"""One recipe, three readings: `install`, the rendered setup-venv.sh and the Dockerfile run the same
-uv steps, in the same order, with the same packages, indexes and options."""
+"""One recipe, four readings: `install`, the rendered setup-venv.sh, the Dockerfile and the
+Apptainer definition run the same uv steps, in the same order, with the same packages, indexes
+and options."""
 
 from __future__ import annotations
 
@@ -85,13 +86,23 @@ def from_dockerfile(scenario: Scenario) -> list[list[str]]:
     return steps
 
 
+def from_definition(scenario: Scenario) -> list[list[str]]:
+    (definition,) = [f for f in render_scenario(scenario, ("apptainer",)) if f.name == "verl.def"]
+    post = definition.content.split("%post", 1)[1].split("\n%", 1)[0]
+    found = (_after_install(shlex.split(line)) for line in post.splitlines() if "uv pip install" in line)
+    return [step for step in found if step is not None]
+
+
 @pytest.mark.parametrize("scenario", [s for s in SCENARIOS if s.name != "hostile"], ids=lambda s: s.name)
 @pytest.mark.subprocess
-def test_install_script_and_dockerfile_run_the_same_uv_steps(scenario: Scenario, tmp_path: Path) -> None:
+def test_install_script_dockerfile_and_definition_run_the_same_uv_steps(
+    scenario: Scenario, tmp_path: Path
+) -> None:
     expected = from_install(scenario)
     assert len(expected) >= 3  # torch, the engine or companions, verl at least
     assert from_script(scenario, tmp_path) == expected
     assert from_dockerfile(scenario) == expected
+    assert from_definition(scenario) == expected
 
 
 def test_the_order_is_torch_then_engine_then_flash_attn_then_verl() -> None:

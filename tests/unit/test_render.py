@@ -321,13 +321,6 @@ def test_sbatch_asks_for_gpus_only_when_there_are_some() -> None:
     assert "#SBATCH --gpus-per-node=8" in render_scenario(h200, ("slurm",))[0].content
 
 
-@pytest.mark.subprocess
-def test_docker_build_refuses_buildkit_before_needing_an_engine() -> None:
-    result = run_cli("docker", "build", "--no-gpu", "--tag", "x:y", "--buildkit")
-    assert result.code == 2
-    assert "--buildkit Dockerfiles need BuildKit" in result.err
-
-
 def test_runtime_env_keeps_weights_out_and_names_the_envs_python() -> None:
     (cpu,) = [s for s in SCENARIOS if s.name == "cpu"]
     plan = plan_for(cpu)

@@ -1,20 +1,24 @@
-"""`verl-setup docker build`: render the docker target into a build context, build, verify, label."""
+"""`verl-setup docker build`: render the docker target into a build context, build (BuildKit
+where the docker CLI reaches it, else the legacy builder), verify, label."""
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import dataclasses
 import os
 import sys
 import tempfile
 from collections.abc import Mapping
 from pathlib import Path
-from typing import TextIO
+from typing import Any, TextIO
 
 from verl_setup.commands.common import plan_for
 from verl_setup.commands.flags import add_artifact_flags, add_plan_flags
 from verl_setup.commands.render import options_from_args
+from verl_setup.environment.builder import BUILDERS, Builder, build_cli, choose
 from verl_setup.environment.image import (
+    BuildLog,
     build,
     client,
     describe_context,
@@ -32,7 +36,7 @@ from verl_setup.render.templates import RenderedFile, RenderOptions, compare, re
 def add_arguments(p: argparse.ArgumentParser) -> None:
     """`docker build` and its flags."""
     dsub = p.add_subparsers(dest="docker_cmd", required=True, metavar="build")
-    b = dsub.add_parser("build", help="render, build through the Docker SDK, verify inside, label")
+    b = dsub.add_parser("build", help="render, build (BuildKit where it exists), verify inside, label")
     b.add_argument("--tag", metavar="TAG", help="image tag (required unless --print-context)")
     b.add_argument(
         "--out", type=Path, metavar="DIR", help="keep the build context here (default: a temp dir)"
@@ -40,6 +44,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     b.add_argument("--push", action="store_true", help="push the verified image")
     b.add_argument("--force", action="store_true", help="overwrite changed files in --out")
     b.add_argument("--network", metavar="MODE", help="network mode for RUN steps (e.g. host)")
+    b.add_argument(
+        "--builder", choices=BUILDERS, default="auto",
+        help="auto (default): docker buildx, else DOCKER_BUILDKIT=1 docker build, else the legacy builder",
+    )  # fmt: skip
     b.add_argument("--print-context", action="store_true", help="list what would be sent, build nothing")
     b.add_argument("--json", action="store_true", help="machine-readable result")
     add_artifact_flags(b)
@@ -70,13 +78,14 @@ def run(args: argparse.Namespace, env: Mapping[str, str], out: TextIO) -> int:
         return 0
     if not args.tag:
         raise BadInputError("--tag is required to build")
-    if options.buildkit:
-        # The Docker SDK drives the classic builder, which rejects RUN --mount.
-        raise BadInputError(
-            "--buildkit Dockerfiles need BuildKit (`docker buildx build`); render one with "
-            "`verl-setup render docker --buildkit`, or build without --buildkit here"
-        )
+    builder = pick_builder(args.builder, env, buildkit_only=options.buildkit)
     engine = client()
+    if builder.kind == "legacy" and args.builder == "auto":
+        sys.stderr.write(
+            f"verl-setup: BuildKit is out of reach ({builder.why}); building with Docker's legacy builder\n"
+        )
+    elif not args.quiet:
+        sys.stderr.write(f"verl-setup: building with {builder.kind} ({builder.why})\n")
     with tempfile.TemporaryDirectory(prefix="verl-setup-ctx-") as tmp:
         context = args.out or Path(tmp)
         marked = compare(files, context, force=args.force)
@@ -88,9 +97,7 @@ def run(args: argparse.Namespace, env: Mapping[str, str], out: TextIO) -> int:
             )
         write(marked, context)
         sys.stderr.write(f"verl-setup: building {args.tag} from {context} (row {plan.row.id})\n")
-        _, log, seconds = build(
-            engine, context, args.tag, network=args.network, build_args={}, progress=sys.stderr
-        )
+        _, log, seconds = _build(builder, engine, context, args, env)
     recipe = build_recipe(
         plan,
         extensions=options.extensions,
@@ -115,13 +122,44 @@ def run(args: argparse.Namespace, env: Mapping[str, str], out: TextIO) -> int:
         "cached_steps": log.cached,
         "verified": True,
         "python": checked["python"],
+        "builder": builder.kind,
+        "builder_why": builder.why,
     }
     if args.json:
         out.write(envelope("docker build", report))
     else:
         out.write(
-            f"built {args.tag} ({image_id[:19]}) for {plan.row.id} in {seconds:.1f}s, "
+            f"built {args.tag} ({image_id[:19]}) for {plan.row.id} in {seconds:.1f}s with {builder.kind}, "
             f"{len(log.cached)}/{len(log.steps)} steps from cache; "
             f"pins verified (Python {checked['python']})\n"
         )
     return 0
+
+
+def pick_builder(want: str, env: Mapping[str, str], *, buildkit_only: bool) -> Builder:
+    """The builder for this build; a BuildKit-only Dockerfile (--buildkit: RUN --mount) is refused
+    on the legacy builder, which cannot run it, before anything is built."""
+    if want == "legacy":
+        builder = Builder(kind="legacy", docker=None, why="--builder legacy")
+    else:
+        builder = choose(env)
+        if want not in ("auto", builder.kind):
+            raise BadInputError(f"--builder {want}: not available here ({builder.why})")
+    if builder.kind == "legacy" and buildkit_only:
+        raise BadInputError(
+            f"--buildkit Dockerfiles (RUN --mount) need BuildKit, out of reach here ({builder.why}): "
+            "install Docker's buildx plugin, or build without --buildkit"
+        )
+    return builder
+
+
+def _build(
+    builder: Builder, engine: Any, context: Path, args: argparse.Namespace, env: Mapping[str, str]
+) -> tuple[str, BuildLog, float]:
+    """The build itself, its log lines on stderr unless --quiet."""
+    quiet = Path(os.devnull).open("w", encoding="utf-8") if args.quiet else None  # noqa: SIM115
+    sink = quiet or contextlib.nullcontext(sys.stderr)
+    with sink as progress:
+        if builder.kind == "legacy":
+            return build(engine, context, args.tag, network=args.network, build_args={}, progress=progress)
+        return build_cli(builder, context, args.tag, network=args.network, env=env, progress=progress)

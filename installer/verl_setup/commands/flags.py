@@ -80,6 +80,11 @@ def add_artifact_flags(p: argparse.ArgumentParser) -> None:
     g.add_argument("--base-image", metavar="IMG", help="Dockerfile base image (default: the row's)")
     g.add_argument("--buildkit", action="store_true", help="use BuildKit cache mounts for uv")
     g.add_argument("--ca-bundle", type=Path, metavar="FILE", help="CA bundle for TLS-intercepting proxies")
+    g.add_argument(
+        "--container", metavar="KIND:IMAGE",
+        help="run verl.sbatch's steps in an image: apptainer:IMAGE.sif (apptainer exec --nv) or "
+        "pyxis:IMAGE (srun --container-image)",
+    )  # fmt: skip
     g.add_argument("--hf-home", metavar="PATH", help="Hugging Face cache for every node")
     g.add_argument("--iface", metavar="NAME", help="network interface for NCCL and Gloo")
     g.add_argument("--image", metavar="IMG", help="container image for KubeRay")

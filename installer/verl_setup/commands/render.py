@@ -14,6 +14,7 @@ from verl_setup.errors import BadInputError
 from verl_setup.output import Progress, emit
 from verl_setup.plan.select import Plan
 from verl_setup.render.templates import RenderedFile, RenderOptions, compare, expand_targets, render, write
+from verl_setup.render.values import container_spec
 from verl_setup.util.vocab import RENDER_TARGETS
 
 
@@ -56,6 +57,7 @@ def options_from_args(args: argparse.Namespace) -> RenderOptions:
         base_image=args.base_image,
         buildkit=args.buildkit,
         ca_bundle=args.ca_bundle,
+        container=container_spec(args.container) if args.container else None,
         hf_home=args.hf_home,
         iface=args.iface,
         image=args.image,

@@ -136,9 +136,15 @@ def build(
 
 def _fail_step(log: BuildLog, error: str) -> None:
     """Name the step that failed and show the end of its log."""
-    step = log.steps[-1] if log.steps else "(before the first step)"
-    tail = "\n".join(log.tail[-15:])
-    raise InstallError(f"docker build failed at step {step!r}: {error.strip()}\n{tail}")
+    raise step_failed(log.steps[-1] if log.steps else None, error, log.tail)
+
+
+def step_failed(step: str | None, error: str, tail: list[str]) -> InstallError:
+    """The error for a failed build step (any builder), with the end of the log."""
+    shown = "\n".join(tail[-15:])
+    return InstallError(
+        f"docker build failed at step {step or '(before the first step)'!r}: {error.strip()}\n{shown}"
+    )
 
 
 def verify_in_image(engine: Any, tag: str, pins: list[str]) -> dict[str, Any]:

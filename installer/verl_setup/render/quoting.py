@@ -100,4 +100,11 @@ def guard(context: Any, value: Any) -> Any:
         )
     if str(context.name).startswith("Dockerfile") and _CONTROL.search(str(value)):
         raise BadInputError(f"value {one_line(repr(value), limit=80)} would break a Dockerfile line")
+    # In a definition file a line starting with % opens a section, and Apptainer substitutes
+    # {{ name }} with a build argument.
+    if str(context.name).startswith("verl.def") and (_CONTROL.search(str(value)) or "{{" in str(value)):
+        raise BadInputError(
+            f"value {one_line(repr(value), limit=80)} would break an Apptainer definition"
+            " (a line break, or {{ that Apptainer reads as a build argument)"
+        )
     return value

@@ -1,5 +1,6 @@
-"""Render a Plan into files through the one Jinja environment: scripts, Dockerfile, env, Ray, Slurm,
-KubeRay, a uv project. Values from users or hosts reach every file only through the quoting filters."""
+"""Render a Plan into files through the one Jinja environment: scripts, Dockerfile, Apptainer
+definition, env, Ray, Slurm, KubeRay, a uv project. Values from users or hosts reach every file only
+through the quoting filters."""
 
 from __future__ import annotations
 
@@ -18,7 +19,7 @@ from verl_setup.plan.recipe import Choice, Recipe, build_recipe
 from verl_setup.plan.select import Plan
 from verl_setup.render import quoting
 from verl_setup.render.uv_project import Project, project
-from verl_setup.render.values import EnvVar, environment, forward_compat, nvidia_require_cuda
+from verl_setup.render.values import Container, EnvVar, environment, forward_compat, nvidia_require_cuda
 from verl_setup.scripts.import_probe import CHILD as PROBE_CODE
 from verl_setup.util.paths import data_dir
 from verl_setup.util.tokens import IMAGE
@@ -30,6 +31,10 @@ TARGETS: dict[str, tuple[tuple[str, str, bool], ...]] = {
     "docker": (
         ("Dockerfile.jinja", "Dockerfile", False),
         ("dockerignore.jinja", ".dockerignore", False),
+        ("verl-setup-probe.py.jinja", "verl-setup-probe.py", False),
+    ),
+    "apptainer": (
+        ("verl.def.jinja", "verl.def", False),
         ("verl-setup-probe.py.jinja", "verl-setup-probe.py", False),
     ),
     "env": (("env.sh.jinja", "env.sh", False), ("env.list.jinja", "env.list", False)),
@@ -65,6 +70,7 @@ class RenderOptions:
     base_image: str | None = None
     buildkit: bool = False
     ca_bundle: Path | None = None
+    container: Container | None = None
     hf_home: str | None = None
     iface: str | None = None
     image: str | None = None
@@ -176,6 +182,7 @@ def context(plan: Plan, options: RenderOptions) -> dict[str, Any]:
         "ca_bundle": options.ca_bundle is not None,
         "ca_bundle_path": str(options.ca_bundle) if options.ca_bundle else "",
         "ca_file": CA_FILE,
+        "container": options.container,
         "hf_home": options.hf_home,
         "image": options.image or f"verl-setup/{row.id}:latest",
         "job": options.job,
@@ -204,7 +211,7 @@ def _left_out_json(plan: Plan, recipe: Recipe | None) -> str:
 
 def _recipe(plan: Plan, options: RenderOptions) -> Recipe | None:
     """The install recipe, for the targets that print it (a build is checked on the target, not here)."""
-    if not {"venv", "docker", "uv-project"} & set(options.targets):
+    if not {"venv", "docker", "apptainer", "uv-project"} & set(options.targets):
         return None
     cuda = plan.row.torch.cuda
     # A rendered script or image builds what no wheel source has (verl's Dockerfiles build
@@ -232,15 +239,15 @@ def render(plan: Plan, options: RenderOptions) -> list[RenderedFile]:
     """Render every file of the requested targets (nothing is written here)."""
     env = jinja_env()
     ctx = context(plan, options)
-    files = []
+    files: list[RenderedFile] = []
     for target in options.targets:
         for template, name, executable in TARGETS[target]:
-            if name == "rayjob.yaml" and not options.job:
-                continue
+            if (name == "rayjob.yaml" and not options.job) or name in {f.name for f in files}:
+                continue  # the probe serves docker and apptainer alike
             files.append(
                 RenderedFile(name=name, content=env.get_template(template).render(ctx), executable=executable)
             )
-    if "docker" in options.targets and options.ca_bundle is not None:
+    if {"docker", "apptainer"} & set(options.targets) and options.ca_bundle is not None:
         try:
             bundle = options.ca_bundle.read_text(encoding="utf-8")
         except (OSError, UnicodeDecodeError) as exc:

@@ -1,5 +1,6 @@
-"""Values the templates need that take a decision: environment variables per era and the
-container driver gate (where flash-attn comes from is the recipe's: plan/recipe.py)."""
+"""Values the templates need that take a decision: environment variables per era, the
+container driver gate and the container Slurm's steps run in (where flash-attn comes from is
+the recipe's: plan/recipe.py)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from typing import Literal
 
 from packaging.version import Version
 
+from verl_setup.errors import BadInputError
 from verl_setup.matrix.schema import Row
 from verl_setup.plan.select import Plan
 
@@ -118,3 +120,30 @@ def forward_compat(plan: Plan) -> ForwardCompat | None:
         # library could load; with forward compatibility that gate is wrong by design.
         env={"NVIDIA_DISABLE_REQUIRE": "true", **{k: v.format(**fill) for k, v in facts.env.items()}},
     )
+
+
+ContainerKind = Literal["apptainer", "pyxis"]
+CONTAINER_KINDS: tuple[ContainerKind, ...] = ("apptainer", "pyxis")
+
+
+@dataclass(frozen=True, kw_only=True)
+class Container:
+    """The image every Slurm step runs in: `apptainer exec --nv IMAGE`, or pyxis's
+    `srun --container-image=IMAGE` (an enroot reference such as nvcr.io#nvidia/pytorch:25.01-py3,
+    or a .sqsh file)."""
+
+    kind: ContainerKind
+    image: str
+
+
+def container_spec(text: str) -> Container:
+    """`--container apptainer:IMAGE.sif` or `--container pyxis:IMAGE`."""
+    kind, sep, image = text.partition(":")
+    if not sep or not image.strip() or kind not in CONTAINER_KINDS:
+        raise BadInputError(
+            f"--container {text!r}: give apptainer:IMAGE.sif (apptainer exec --nv) or pyxis:IMAGE "
+            "(srun --container-image)"
+        )
+    if any(c in image for c in "\n\r\0"):
+        raise BadInputError(f"--container {text!r} contains a line break or NUL")
+    return Container(kind="apptainer" if kind == "apptainer" else "pyxis", image=image)
