@@ -37,6 +37,9 @@ SUBCOMMANDS = {
     "report": ("report", "one Markdown block for a bug report: host, row, verify, doctor, diagnose"),
 }
 
+# The commands with subcommands of their own: their envelopes name both words ("matrix check").
+NESTED = ("matrix", "docker", "wheelhouse")
+
 EPILOG = """\
 exit codes: 0 ok, 1 unexpected error, 2 bad input (a flag, file or variable), 3 no matrix row
 fits, 4 install or lock failed, 5 a check failed, 130 interrupted. With --json, stdout is one
@@ -240,7 +243,7 @@ def json_command(argv: Sequence[str]) -> str | None:
     words = list(argv[: argv.index("--")] if "--" in argv else argv)
     if "--json" not in words or not words or words[0] not in SUBCOMMANDS:
         return None
-    nested = words[0] in ("matrix", "docker") and len(words) > 1 and not words[1].startswith("-")
+    nested = words[0] in NESTED and len(words) > 1 and not words[1].startswith("-")
     return f"{words[0]} {words[1]}" if nested else words[0]
 
 
