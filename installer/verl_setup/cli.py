@@ -32,7 +32,7 @@ SUBCOMMANDS = {
     "verify": ("verify", "does an environment (or every Ray node) match its lock or row?"),
     "wheelhouse": ("wheelhouse", "build a row's torch extensions once into a shared PEP 503 folder"),
     "doctor": ("doctor", "the silent traps (Python, CUDA, Ray, HF cache, GPU memory, launch)"),
-    "completion": ("completion", "a shell completion script (bash, zsh, fish) from this parser"),
+    "completion": ("completion", "a shell completion script (bash, zsh, fish), written from this parser"),
     "diagnose": ("diagnose", "after a failed run: read its logs, name the first cause and a remedy"),
     "report": ("report", "one Markdown block for a bug report: host, row, verify, doctor, diagnose"),
 }
@@ -100,7 +100,6 @@ def build_parser(only: Collection[str] | None = None) -> argparse.ArgumentParser
 
     parser = Parser(prog="verl-setup", description=DESCRIPTION, epilog=EPILOG)
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
-    parser.set_defaults(whole_parser=build_parser)  # for `completion`, which writes it out
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for name, (module, text) in SUBCOMMANDS.items():
         p = sub.add_parser(name, help=text, epilog=EPILOG)
