@@ -11,7 +11,8 @@ import pytest
 
 from tests.conftest import run_cli
 from verl_setup.cli import build_parser
-from verl_setup.commands.completion_write import FOLDER, script_path, scripts, walk, write_all
+from verl_setup.commands.completion import FOLDER
+from verl_setup.commands.completion_write import script_path, scripts, walk, write_all
 
 
 def script(shell: str, tmp_path: Path) -> Path:
