@@ -47,10 +47,13 @@ envelope {schema, command, ok, error, data} on failure too (schemas in verl_setu
 
 environment: VERL_SETUP_DRIVER, _GPU, _SM, _GPU_COUNT, _NO_GPU, _PYTHON, _VERL, _ENGINE,
 _BACKEND, _POLICY, _ARCH, _GLIBC, _HOST, _MATRIX (below flags, above a team config, a host file
-and detection); UV_CUDA_DRIVER_VERSION and CONDA_OVERRIDE_CUDA override the detected driver;
+and detection); VERL_SETUP_WHEEL_SOURCES (as --wheel-source, comma-separated);
+UV_CUDA_DRIVER_VERSION and CONDA_OVERRIDE_CUDA override the detected driver;
+VERL_SETUP_CACHE_DIR holds the parsed matrix (else $XDG_CACHE_HOME/verl-setup, ~/.cache/...);
 VERL_SETUP_DEBUG=1 shows tracebacks; `matrix prove` and `matrix check` skip the rows whose torch
 is on an extra index unless VERL_SETUP_PROVE_EXTRA_INDEXES=1 (it is not tested whether that
-index can be reached). uv reads its own UV_* settings, except those that would re-resolve a row
+index can be reached), and `matrix prove` leaves a row's git sources out unless
+VERL_SETUP_PROVE_GIT=1. uv reads its own UV_* settings, except those that would re-resolve a row
 (UV_TORCH_BACKEND, UV_EXTRA_INDEX_URL, ...), which are dropped with a warning."""
 
 

@@ -4,11 +4,14 @@ in --help, a terminal's status line ended before the prompt."""
 from __future__ import annotations
 
 import io
+import re
+from pathlib import Path
 
 import pytest
 
+import verl_setup
 from tests.conftest import run_cli
-from verl_setup.cli import json_command, parse
+from verl_setup.cli import EPILOG, json_command, parse
 from verl_setup.output import Progress, end_status_lines
 
 
@@ -59,6 +62,20 @@ def test_help_names_the_exit_codes_and_the_variables() -> None:
         assert "3 no matrix row" in result.out
         assert "VERL_SETUP_PROVE_EXTRA_INDEXES=1" in result.out
         assert "UV_CUDA_DRIVER_VERSION" in result.out
+
+
+def test_every_variable_the_package_reads_is_in_the_epilog() -> None:
+    """Each VERL_SETUP_* name in the package's code is documented in --help (the plan facts as the
+    list's `_SUFFIX` spellings); VERL_SETUP_RESULT is a marker in a Ray task's output, not a setting."""
+    package = Path(verl_setup.__file__).parent
+    read = {
+        m for p in package.rglob("*.py") for m in re.findall(r"VERL_SETUP_[A-Z0-9_]*[A-Z0-9]", p.read_text())
+    }
+    words = set(re.findall(r"[A-Z0-9_]+", EPILOG))
+    documented = {w for w in words if w.startswith("VERL_SETUP_")} | {
+        f"VERL_SETUP{w}" for w in words if w[0] == "_"
+    }
+    assert read - documented - {"VERL_SETUP_RESULT", "VERL_SETUP_PROVE"} == set()
 
 
 def test_the_last_status_line_is_ended_on_a_terminal() -> None:
