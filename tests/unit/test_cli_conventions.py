@@ -96,3 +96,23 @@ def test_the_json_command_name_is_read_from_the_command_line() -> None:
     assert json_command(["plan", "-q", "--json"]) == "plan"
     assert json_command(["plan"]) is None
     assert json_command(["doctor", "--", "python", "--json"]) is None  # the launch command's flag
+
+
+def test_quiet_drops_the_cluster_summary_and_keeps_a_missing_nodes_warning(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    from dataclasses import replace  # noqa: PLC0415
+
+    from tests.conftest import FIXTURES  # noqa: PLC0415
+    from verl_setup.commands.detect_cluster import write  # noqa: PLC0415
+    from verl_setup.host.cluster_file import MissingNode, load_cluster  # noqa: PLC0415
+
+    cluster = replace(
+        load_cluster(FIXTURES / "cluster" / "nodes-64.json"),
+        missing=(MissingNode(name="n9", ip="10.0.0.9", reason="raylet died"),),
+    )
+    for quiet in (False, True):
+        write(cluster, None, io.StringIO(), quiet=quiet)
+        err = capsys.readouterr().err.splitlines()
+        assert err[-1] == "verl-setup: warning: node n9 (10.0.0.9) gave no facts: raylet died"
+        assert len(err) == (1 if quiet else 2)

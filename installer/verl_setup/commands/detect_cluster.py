@@ -25,7 +25,7 @@ def run(args: argparse.Namespace, env: Mapping[str, str], out: TextIO) -> int:
     if args.slurm and args.ray is not None:
         raise BadInputError("--ray and --slurm: gather through one of them")
     if args.slurm:
-        write(detect_slurm(env, timeout=args.timeout), args.out, out, as_json=args.json)
+        write(detect_slurm(env, timeout=args.timeout), args.out, out, as_json=args.json, quiet=args.quiet)
         return 0
     python = target_python(args.prefix, args.python, env)
     rendered = load_runtime_env(args.runtime_env) if args.runtime_env else None
@@ -37,13 +37,16 @@ def run(args: argparse.Namespace, env: Mapping[str, str], out: TextIO) -> int:
         env=env,
         rendered=rendered,
     )
-    write(cluster, args.out, out, as_json=args.json)
+    write(cluster, args.out, out, as_json=args.json, quiet=args.quiet)
     return 0
 
 
-def write(cluster: Cluster, path: Path | None, out: TextIO, *, as_json: bool = False) -> None:
+def write(
+    cluster: Cluster, path: Path | None, out: TextIO, *, as_json: bool = False, quiet: bool = False
+) -> None:
     """The cluster file to `path` (written whole, then renamed) or `out` (as the envelope's data
-    with --json, written to stdout even with --out); the summary to stderr."""
+    with --json, written to stdout even with --out); the summary to stderr (not under -q; a
+    missing node's warning always)."""
     text = cluster.to_json()
     if path is not None:
         part = path.with_name(f".{path.name}.part")
@@ -53,10 +56,11 @@ def write(cluster: Cluster, path: Path | None, out: TextIO, *, as_json: bool = F
         out.write(envelope("detect", json.loads(text)))
     elif path is None:
         out.write(text)
-    sys.stderr.write(
-        f"verl-setup: {len(cluster.nodes)} node(s) answered through {cluster.how}"
-        f"{f' ({cluster.tool})' if cluster.tool else ''}, {len(cluster.missing)} missing\n"
-    )
+    if not quiet:
+        sys.stderr.write(
+            f"verl-setup: {len(cluster.nodes)} node(s) answered through {cluster.how}"
+            f"{f' ({cluster.tool})' if cluster.tool else ''}, {len(cluster.missing)} missing\n"
+        )
     for m in cluster.missing:
         sys.stderr.write(
             f"verl-setup: warning: node {m.name} ({m.ip or 'no address'}) gave no facts: {m.reason}\n"
