@@ -4,6 +4,7 @@ in --help, a terminal's status line ended before the prompt."""
 from __future__ import annotations
 
 import io
+import json
 import re
 from pathlib import Path
 
@@ -116,3 +117,33 @@ def test_quiet_drops_the_cluster_summary_and_keeps_a_missing_nodes_warning(
         err = capsys.readouterr().err.splitlines()
         assert err[-1] == "verl-setup: warning: node n9 (10.0.0.9) gave no facts: raylet died"
         assert len(err) == (1 if quiet else 2)
+
+
+def test_quiet_install_on_a_cluster_keeps_each_nodes_finished_line_off_the_terminal(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The Ray driver's per-node lines are passed through live (stream) unless -q (run captures)."""
+    import types  # noqa: PLC0415
+
+    from verl_setup.environment import ray_tasks  # noqa: PLC0415
+    from verl_setup.environment.cluster_install import install_on_nodes  # noqa: PLC0415
+
+    answer = {"nodes": [{"node_id": "n1", "ip": "10.0.0.1", "probe": None, "error": "gone"}], "dead": []}
+    calls: list[str] = []
+
+    def driver(how: str) -> object:
+        def call(*_args: object, **_kwargs: object) -> object:
+            calls.append(how)
+            return types.SimpleNamespace(stdout=ray_tasks.RESULT_MARK + json.dumps(answer), stderr="")
+
+        return call
+
+    monkeypatch.setattr(ray_tasks, "stream", driver("live"))
+    monkeypatch.setattr(ray_tasks, "run", driver("captured"))
+    for live in (True, False):
+        (result,) = install_on_nodes(
+            Path("/py"), "127.0.0.1:1", ["install"], only=(), env={}, timeout=5,
+            reach="installed", runtime_env=None, live=live,
+        )  # fmt: skip
+        assert result.error == "gone"
+    assert calls == ["live", "captured"]
