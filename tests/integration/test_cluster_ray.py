@@ -60,7 +60,10 @@ def cluster() -> Iterator[Cluster]:
     LOCAL.mkdir(exist_ok=True)
     fake_smi(root / "bin", xml="smi-q-x-535.54.03-a100-sxm4-mig.xml", csv=None)
     # Ray's raylet waits 10 s for its agents' port files by default; a loaded CI machine needs more.
-    both = {"UV_PYTHON_DOWNLOADS": "never", "RAY_raylet_start_wait_time_s": "120"}
+    # Each node's folder is a bind mount, and a hardlink out of uv's cache across a mount fails
+    # (EXDEV): uv then copies every file of the cpu row, 360 s a node on two cores. A real node
+    # hardlinks from its own cache; a symlink into the one cache here costs the same.
+    both = {"UV_PYTHON_DOWNLOADS": "never", "RAY_raylet_start_wait_time_s": "120", "UV_LINK_MODE": "symlink"}
     odd = {
         **both,
         "PATH": f"{root / 'bin'}{os.pathsep}{venv / 'bin'}{os.pathsep}/usr/bin:/bin",
