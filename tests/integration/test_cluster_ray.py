@@ -61,8 +61,9 @@ def cluster() -> Iterator[Cluster]:
     fake_smi(root / "bin", xml="smi-q-x-535.54.03-a100-sxm4-mig.xml", csv=None)
     # Ray's raylet waits 10 s for its agents' port files by default; a loaded CI machine needs more.
     # Each node's folder is a bind mount, and a hardlink out of uv's cache across a mount fails
-    # (EXDEV): uv then copies every file of the cpu row, 360 s a node on two cores. A real node
-    # hardlinks from its own cache; a symlink into the one cache here costs the same.
+    # (EXDEV): uv then copied the cpu row's ~5 GB on every install (three here), which filled this
+    # machine's disk. A real node hardlinks from its own cache; a symlink into the one cache here
+    # costs no disk either.
     both = {"UV_PYTHON_DOWNLOADS": "never", "RAY_raylet_start_wait_time_s": "120", "UV_LINK_MODE": "symlink"}
     odd = {
         **both,
