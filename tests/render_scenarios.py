@@ -91,7 +91,9 @@ def plan_for(scenario: Scenario) -> Plan:
     return select(target, matrix)
 
 
-def render_scenario(scenario: Scenario, targets: tuple[str, ...] = ("all",)) -> list[RenderedFile]:
+def render_scenario(
+    scenario: Scenario, targets: tuple[str, ...] = ("all", "uv-project")
+) -> list[RenderedFile]:
     """Every file of the scenario."""
     options = RenderOptions(targets=expand_targets(list(targets)), **scenario.options)
     return render(plan_for(scenario), options)

@@ -29,6 +29,7 @@ SUBCOMMANDS = {
     "docker": ("docker", "build the rendered image for real"),
     "install": ("install", "uv venv + exact pins + verify, swapped into place atomically"),
     "lock": ("lock", "a hashed lock for the row's target Python and platform"),
+    "bundle": ("bundle", "a lock and its every wheel (and Python) in a folder, for `install --offline`"),
     "verify": ("verify", "does an environment (or every Ray node) match its lock or row?"),
     "wheelhouse": ("wheelhouse", "build a row's torch extensions once into a shared PEP 503 folder"),
     "doctor": ("doctor", "the silent traps (Python, CUDA, Ray, HF cache, GPU memory, launch)"),

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from types import ModuleType
+from urllib.parse import unquote
 
 from packaging.utils import canonicalize_name, parse_sdist_filename, parse_wheel_filename
 
@@ -189,7 +190,7 @@ def serve(root: Path) -> Iterator[LocalIndex]:
                 body = _page(index, canonicalize_name(parts[1]), as_json)
                 self._send(body, JSON_TYPE if as_json else "text/html")
             elif len(parts) == 2 and parts[0] == "files":
-                name = parts[1]
+                name = unquote(parts[1])  # pip quotes a local version's "+" (%2B); uv does not
                 served = index.files.get(name.removesuffix(".metadata"))
                 if served is None:
                     self.send_error(404)

@@ -231,3 +231,61 @@ def test_each_bridge_must_read_a_tiny_hf_config_and_mbridge_0_15_s_rope_theta_fa
     failed = by_name["mbridge:AutoBridge.from_config"]
     assert failed.outcome == "failed"
     assert "rope_theta" in failed.error
+
+
+def engine_config(vanilla: str) -> dict[str, str]:
+    """verl's verl/trainer/config/engine/megatron.yaml, as its releases ship it (the lines that
+    choose the bridge): 0.9.1 says vanilla_mbridge: False (Megatron-Bridge), 0.8.0 says True."""
+    return {
+        "verl/trainer/config/engine/megatron.yaml": (
+            "# oc.select: default val for ref.megatron.use_mbridge\nuse_mbridge: True\n\n"
+            f"# oc.select: default val for ref.megatron.vanilla_mbridge\nvanilla_mbridge: {vanilla}\n"
+        )
+    }
+
+
+def test_verls_default_bridge_is_probed_first_and_its_config_read_before_the_other(tmp_path: Path) -> None:
+    for vanilla, first in (("False", "megatron.bridge"), ("True", "mbridge")):
+        root = tree(tmp_path / vanilla, {**BRIDGES, **engine_config(vanilla)})
+        names = [m.module for m in run_probe(Path(sys.executable), "none", 120, env_with(root)).modules]
+        bridges = [n for n in names if n.split(":")[0] in ("megatron.bridge", "mbridge")]
+        assert bridges[0] == first
+        checks = [n for n in bridges if ":" in n]
+        assert checks[0].startswith(first + ":")
+        assert len(checks) == 2  # the other installed bridge is still checked
+
+
+def test_a_row_without_verls_default_bridge_fails_the_probe(tmp_path: Path) -> None:
+    """Audit 2026-12-b D1: a verl 0.9 Megatron row without Megatron-Bridge passed the probe, which
+    skipped a bridge that was not installed; verl's first model build then raised ImportError."""
+    files = {k: v for k, v in BRIDGES.items() if not k.startswith("megatron/bridge/")}
+    files.update(
+        {  # as verl's own modules of each bridge (verl 0.8.0 and 0.9.1)
+            "verl/models/__init__.py": "",
+            "verl/models/mcore/__init__.py": "",
+            "verl/models/mcore/bridge.py": "from megatron.bridge import AutoBridge\n",
+            "verl/models/mcore/mbridge.py": "from mbridge import AutoBridge\n",
+        }
+    )
+    files["mbridge/__init__.py"] = files["mbridge/__init__.py"].replace(
+        "rotary_base=self.hf_config.rope_theta", "rotary_base=self.hf_config.rope_parameters['rope_theta']"
+    )  # a fixed mbridge (git 641a5a0 reads rope_parameters): only the missing default fails
+    root = tree(tmp_path, {**files, **engine_config("False")})
+    result = run_probe(Path(sys.executable), "none", 120, env_with(root))
+    by_name = {m.module: m for m in result.modules}
+    assert by_name["megatron.bridge"].outcome == "failed"
+    assert "verl's default bridge" in by_name["megatron.bridge"].error
+    assert "vanilla_mbridge: False" in by_name["megatron.bridge"].error
+    assert by_name["mbridge:AutoBridge.from_config"].outcome == "ok"
+    assert [m.module for m in result.failures()] == ["megatron.bridge", "verl.models.mcore.bridge"]
+    # verl 0.8 (mbridge by default) without mbridge: a failure, unless it was left out on purpose.
+    # Its verl.models.mcore.bridge (Megatron-Bridge's path, not the default) is not probed.
+    files_08 = {k: v for k, v in files.items() if not k.startswith("mbridge/")}
+    root = tree(tmp_path / "0.8", {**files_08, **engine_config("True")})
+    missing = run_probe(Path(sys.executable), "none", 120, env_with(root))
+    assert [m.module for m in missing.failures()] == ["mbridge", "verl.models.mcore.mbridge"]
+    assert "verl.models.mcore.bridge" not in {m.module for m in missing.modules}
+    why = "mbridge left out (--without mbridge)"
+    left = run_probe(Path(sys.executable), "none", 120, env_with(root), left_out={"mbridge": why})
+    assert {m.module: m.outcome for m in left.modules}["mbridge"] == "absent"
+    assert left.ok

@@ -83,6 +83,7 @@ CASES: dict[tuple[str, str], list[tuple[tuple[str, ...], int]]] = {
     ],
     ("install", "--cluster"): [(("install", "--cluster", "/nonexistent", "--prefix", "rel", "--json"), 2)],
     ("lock", ""): [(("lock", "--json"), 2)],  # no --out
+    ("bundle", ""): [(("bundle", "--out", f"{TMP}/b", "--row", "nonexistent", "--json"), 2)],
     ("verify", ""): [
         (("verify", "--prefix", "/nonexistent", "--json"), 2),
         (("verify", "--python", sys.executable, "--row", "cpu", "--no-import", "--json"), 5),  # findings
@@ -142,10 +143,11 @@ ELSEWHERE: dict[str, list[tuple[str, str, str]]] = {
         ("verify", "--ray", "failure"),
     ],
     "test_wheelhouse::house": [("wheelhouse build", "", "success")],
+    "test_bundle::bundle_json": [("bundle", "", "success")],
 }
 COVERED_ELSEWHERE = {case for cases in ELSEWHERE.values() for case in cases}
 # What a test calls to read an envelope: each validates it against the published schemas.
-VALIDATING = ("json_data", "valid", "as_json", "envelope_of")
+VALIDATING = ("json_data", "valid", "as_json", "envelope_of", "validate")
 
 
 def json_commands() -> dict[str, set[str]]:
@@ -190,8 +192,9 @@ def test_each_case_elsewhere_is_a_function_that_reads_its_envelope_through_the_s
     module, name = where.split("::")
     tree = ast.parse((Path(__file__).parent / f"{module}.py").read_text())
     (function,) = [n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef) and n.name == name]
+    calls = [n.func for n in ast.walk(function) if isinstance(n, ast.Call)]
     called = {
-        n.func.id for n in ast.walk(function) if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)
+        f.id if isinstance(f, ast.Name) else f.attr for f in calls if isinstance(f, ast.Name | ast.Attribute)
     }
     assert called & set(VALIDATING), f"{where} reads no envelope through {VALIDATING}"
 
@@ -235,5 +238,5 @@ def test_the_schema_version_changes_when_a_shape_does() -> None:
     assert max(int(v) for v in versions) == SCHEMA, f"add the line '{SCHEMA} {schemas_digest()}' to VERSIONS"
     assert versions[str(SCHEMA)] == schemas_digest(), (
         f"the published schemas changed: bump output.SCHEMA to {SCHEMA + 1} and envelope.json's "
-        f"schema const, then add '{SCHEMA + 1} <digest this test names>' to schemas/VERSIONS"
+        f"schema const, then add '{SCHEMA + 1} {schemas_digest()}' to schemas/VERSIONS"
     )

@@ -135,3 +135,33 @@ def test_the_cpu_row_locks_identically_twice_and_the_users_torch_backend_does_no
     assert pins["verl"] == "0.9.1"
     assert pins["torch"] == "2.11.0"
     assert len(pins) > 50
+
+
+def test_a_pylock_installs_with_install_lock_and_an_edited_one_changes_nothing(tmp_path: Path) -> None:
+    pylock = tmp_path / "pylock.tiny-old.toml"
+    # PEP 751 enforces the lock's Python as a floor: pyenv's 3.11.7 is the exact one here.
+    text = lock(pylock, "--verl", "0.0.1", "--python", "3.11.7", "--format", "pylock")
+    assert text.startswith('lock-version = "1.0"\n')
+    assert '\n[tool.verl-setup]\nformat = 1\nrow = "tiny-old"\n' in text
+    prefix = tmp_path / "project" / "env"
+    result = install(prefix, "--lock", str(pylock))
+    assert result.returncode == 0, result.stderr
+    assert installed_row(prefix) == "tiny-old"
+    verified = cli("verify", "--prefix", str(prefix), "--lock", str(pylock), "--no-import")
+    assert verified.returncode == 0, verified.stdout
+    assert "4 of 4 expected distributions match" in verified.stdout
+
+    edited = tmp_path / "pylock.edited.toml"
+    edited.write_text(text.replace('row = "tiny-old"', 'row = "tiny-new"', 1))
+    refused = install(prefix, "--lock", str(edited))
+    assert refused.returncode == 4
+    assert "was changed after `verl-setup lock` wrote it" in refused.stderr.splitlines()[-1]
+    assert installed_row(prefix) == "tiny-old"
+    assert leftovers(prefix) == []
+
+    named = cli(
+        "lock", "--matrix", str(TINY_MATRIX), "--format", "pylock", "--out", str(tmp_path / "tiny.toml")
+    )
+    assert named.returncode == 2
+    assert named.stderr.splitlines()[-1].endswith("try --out pylock.tiny-new.toml")
+    assert not (tmp_path / "tiny.toml").exists()

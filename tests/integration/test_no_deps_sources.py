@@ -94,7 +94,11 @@ def test_a_git_source_installs_last_without_its_dependencies_and_the_lock_leaves
     lock = tmp_path / "verl.lock"
     locked = cli("lock", "--matrix", str(matrix), "--row", "tiny-git", "--out", str(lock), env=tiny_env())
     assert locked.returncode == 0, locked.stderr
-    assert "mbridge" not in lock.read_text()  # installed after the lock, by its own step
+    header, body = lock.read_text().split("\n# sha256: ", 1)
+    assert "mbridge" not in body  # installed after the lock, by its own step, which the header names
+    (then,) = [line for line in header.splitlines() if line.startswith("# then: ")]
+    assert f"mbridge @ git+{repo.as_uri()}@{rev}" in then
+    assert "--no-deps" in then
     again = cli(
         "install", "--matrix", str(matrix), "--row", "tiny-git", "--lock", str(lock),
         "--prefix", str(tmp_path / "e2"), env=tiny_env(),

@@ -10,11 +10,13 @@ verl 0.4 rows), so uv's cache is shared with `make prove`.
 
 from __future__ import annotations
 
+import base64
 import fcntl
 import hashlib
 import os
 import shutil
 import subprocess
+import zipfile
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -191,3 +193,45 @@ def run_extension(venv: Path, module: str = "verl_abi_probe") -> subprocess.Comp
     return subprocess.run(
         [str(venv / "bin/python"), "-c", code], capture_output=True, text=True, timeout=300, check=False
     )
+
+
+def repack(built: Path, wheel_name: str, files: Mapping[str, bytes], *, name: str, version: str) -> Path:
+    """A wheel named `wheel_name` holding `files` and the compiled modules (.so) of `built`, with
+    the dist-info of distribution `name` `version` (cached beside its inputs' hash): a compiled
+    extension laid out as a real package ships it."""
+    out = (
+        CACHE
+        / "repacked"
+        / hashlib.sha256(repr((built.read_bytes(), wheel_name, sorted(files.items()))).encode()).hexdigest()[
+            :12
+        ]
+    )
+    wheel = out / wheel_name
+    if wheel.exists():
+        return wheel
+    with zipfile.ZipFile(built) as source:
+        modules = {n: source.read(n) for n in source.namelist() if n.endswith(".so")}
+    info = f"{name.replace('-', '_')}-{version}.dist-info"
+    tag = "-".join(wheel_name.removesuffix(".whl").split("-")[-3:])
+    contents = {
+        **files,
+        **modules,
+        f"{info}/METADATA": f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n".encode(),
+        f"{info}/WHEEL": (
+            f"Wheel-Version: 1.0\nGenerator: verl-setup-tests\nRoot-Is-Purelib: false\nTag: {tag}\n"
+        ).encode(),
+    }
+    record = (
+        "".join(
+            f"{n},sha256={base64.urlsafe_b64encode(hashlib.sha256(d).digest()).rstrip(b'=').decode()},{len(d)}\n"
+            for n, d in contents.items()
+        )
+        + f"{info}/RECORD,,\n"
+    )
+    out.mkdir(parents=True, exist_ok=True)
+    partial = wheel.with_suffix(".partial")
+    with zipfile.ZipFile(partial, "w", zipfile.ZIP_DEFLATED) as target:
+        for n, d in {**contents, f"{info}/RECORD": record.encode()}.items():
+            target.writestr(n, d)
+    partial.rename(wheel)
+    return wheel

@@ -34,6 +34,11 @@ from verl_setup.matrix.load import check
 from verl_setup.util.versions import DriverVersion, parse_count, parse_minor, parse_python
 from verl_setup.util.yamlread import YamlError, read_yaml
 
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # Python 3.10 reads TOML with tomli (a dependency there)
+    import tomli as tomllib
+
 HANG_SECONDS = 5.0
 settings.register_profile(
     "base",
@@ -318,7 +323,10 @@ RENDER_FLAGS = [
 ]  # fmt: skip
 
 
-@given(flag_words(RENDER_FLAGS), st.sampled_from(["venv", "docker", "env", "ray", "slurm", "kuberay"]))
+@given(
+    flag_words(RENDER_FLAGS),
+    st.sampled_from(["venv", "docker", "env", "ray", "slurm", "kuberay", "uv-project"]),
+)
 @settings(suppress_health_check=[HealthCheck.function_scoped_fixture])
 def test_fuzz_render_flags(tmp_path: Path, flags: list[str], target: str) -> None:
     host = tmp_path / "node.json"
@@ -402,4 +410,6 @@ def test_fuzz_hostile_rows_file(tmp_path: Path, text: str) -> None:
         except BadInputError as exc:
             one_line(str(exc))
             return
-    assert {f.name for f in files} >= {"setup-venv.sh", "Dockerfile"}
+    assert {f.name for f in files} >= {"setup-venv.sh", "Dockerfile", "pyproject.toml"}
+    project = tomllib.loads(next(f.content for f in files if f.name == "pyproject.toml"))
+    assert sorted(project) == ["project", "tool"]  # hostile prose stays in comments and strings

@@ -10,6 +10,7 @@ import json
 import os
 import re
 import subprocess
+import sys
 import typing
 from collections.abc import Iterator
 from pathlib import Path
@@ -28,6 +29,11 @@ from verl_setup.render.templates import TARGETS, RenderOptions, render
 from verl_setup.util.databuild import LinedDict
 from verl_setup.util.paths import data_dir
 from verl_setup.util.yamlread import read_yaml
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # Python 3.10 reads TOML with tomli (a dependency there)
+    import tomli as tomllib
 
 # Fields that refer to another entry by its name (a source, an index) or match GPU names: a hostile
 # value there is refused as unknown or matches nothing, before any rendering.
@@ -215,6 +221,11 @@ def test_hostile_rows_file_renders_every_target_and_runs_nothing(tmp_path: Path)
         )
         files = {f.name: f.content for f in render(_plan(path, row), options)}
         assert str(mark) in files["setup-venv.sh"] or row == "cpu"  # the hostile text is there, as text
+        # The uv project is still TOML of the same shape, the hostile text in comments only.
+        project = tomllib.loads(files["pyproject.toml"])
+        assert sorted(project) == ["project", "tool"]
+        assert project["tool"]["verl-setup"]["row"] == row
+        assert str(mark) not in json.dumps(project)
         out = tmp_path / row
         out.mkdir()
         for name, content in files.items():

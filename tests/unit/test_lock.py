@@ -129,6 +129,6 @@ def test_every_header_line_is_sealed(old: str, new: str) -> None:
 
 
 def test_a_format_2_lock_is_refused_as_unsealed() -> None:
-    text = render(FIELDS, BODY).replace("format 3", "format 2", 1)
+    text = render(FIELDS, BODY).replace("format 4", "format 2", 1)
     with pytest.raises(BadInputError, match="format 2 lock, whose seal leaves its header open"):
         parse(text, Path("verl.lock"))

@@ -19,11 +19,11 @@ H200 = next(s for s in SCENARIOS if s.name == "h200-drv580-py312-vllm")  # torch
 MEGATRON = next(s for s in SCENARIOS if s.name == "h100-drv535-forward-megatron")
 
 
-def wheelhouse(root: Path, files: dict[str, str | None]) -> Path:
-    """DIR/simple/flash-attn/index.html linking ../../wheels/<file>#sha256=..., each file with
+def wheelhouse(root: Path, files: dict[str, str | None], project: str = "flash-attn") -> Path:
+    """DIR/simple/<project>/index.html linking ../../wheels/<file>#sha256=..., each file with
     the manifest beside it that names its torch (None: no manifest)."""
-    (root / "wheels").mkdir(parents=True)
-    page = root / "simple" / "flash-attn"
+    (root / "wheels").mkdir(parents=True, exist_ok=True)
+    page = root / "simple" / project
     page.mkdir(parents=True)
     links = []
     for name, torch in files.items():
@@ -103,8 +103,9 @@ def test_plan_says_per_extension_what_install_will_do() -> None:
     entries = {e["name"]: e for e in outlook(plan_for(MEGATRON), requests={}, wheel_sources=(), env={})}
     assert entries["flash-attn"]["mode"] == "wheel"
     assert entries["flash-attn"]["source"] == "verl-wheelhouse"
-    assert entries["transformer-engine-torch"]["mode"] == "refuse"
-    assert "verl-setup wheelhouse build" in entries["transformer-engine-torch"]["reason"]
+    # verl's wheelhouse serves TransformerEngine whole (tests/unit/test_whole_wheel.py).
+    assert entries["transformer-engine-torch"]["mode"] == "wheel"
+    assert "the whole transformer-engine in one wheel" in entries["transformer-engine-torch"]["reason"]
     built = outlook(plan_for(MEGATRON), requests={"apex": "build"}, wheel_sources=(), env={})
     assert {e["name"]: e["mode"] for e in built}["apex"] == "build"
 

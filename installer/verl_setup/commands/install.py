@@ -11,7 +11,7 @@ from verl_setup.commands.common import config_of, extension_requests, plan_input
 from verl_setup.commands.flags import add_plan_flags, add_recipe_flags
 from verl_setup.environment.install import install
 from verl_setup.environment.install_job import InstallOptions
-from verl_setup.errors import VerlSetupError
+from verl_setup.errors import BadInputError, VerlSetupError
 from verl_setup.output import Progress, emit, envelope
 
 
@@ -19,6 +19,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     """The install flags."""
     p.add_argument("--prefix", type=Path, metavar="PATH", help="default: the team config's, else .venv")
     p.add_argument("--lock", type=Path, metavar="FILE", help="install exactly this lock (hashes enforced)")
+    p.add_argument(
+        "--offline", type=Path, metavar="DIR",
+        help="install a bundle's lock with no network (`verl-setup bundle --out DIR`; its sha256s checked)",
+    )  # fmt: skip
     p.add_argument("--dry-run", action="store_true", help="print the exact uv commands, change nothing")
     p.add_argument("--json", action="store_true", help="machine-readable result")
     p.add_argument(
@@ -55,11 +59,16 @@ def options_from_args(args: argparse.Namespace) -> InstallOptions:
         python_downloads=not args.no_python_downloads,
         wait_s=args.wait,
         import_timeout=None if args.no_import else args.import_timeout,
+        offline=args.offline,
     )
 
 
 def run(args: argparse.Namespace, env: Mapping[str, str], out: TextIO) -> int:
     """Install; with --json a result object on stdout, on failure too (then the error, exit code)."""
+    if args.offline is not None and (args.lock is not None or args.cluster is not None):
+        raise BadInputError(
+            "--offline DIR installs the bundle's own lock, on this machine: drop --lock/--cluster"
+        )
     if args.cluster is not None:
         from verl_setup.commands import install_cluster  # noqa: PLC0415
 

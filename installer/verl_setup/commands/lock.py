@@ -1,4 +1,5 @@
-"""`verl-setup lock`: plan, resolve with hashes, write the lock (atomically) or print it."""
+"""`verl-setup lock`: plan, resolve with hashes, write the lock (atomically) or print it, as a
+hashed requirements file (the default) or PEP 751's pylock.toml (`--format pylock`)."""
 
 from __future__ import annotations
 
@@ -10,7 +11,8 @@ from typing import TextIO
 
 from verl_setup.commands.common import extension_requests, plan_for, wheel_sources
 from verl_setup.commands.flags import add_plan_flags, add_recipe_flags
-from verl_setup.environment.lock import compile_lock, parse, write_lock
+from verl_setup.environment.lock import compile_lock, compile_pylock, parse, parse_pylock, write_lock
+from verl_setup.environment.pylock import check_name
 from verl_setup.environment.uv import uv_env
 from verl_setup.errors import BadInputError
 from verl_setup.output import Progress, envelope
@@ -21,6 +23,13 @@ from verl_setup.util.uvbin import find_uv
 def add_arguments(p: argparse.ArgumentParser) -> None:
     """The lock flags."""
     p.add_argument("--out", type=Path, metavar="FILE", help="write the lock here (default: stdout)")
+    p.add_argument(
+        "--format",
+        choices=("requirements", "pylock"),
+        default="requirements",
+        help="requirements: a hashed requirements file (uv pip sync, pip install --no-deps -r, "
+        "install --lock); pylock: PEP 751 pylock.toml (--out pylock.NAME.toml)",
+    )
     p.add_argument("--json", action="store_true", help="describe the written lock")
     add_recipe_flags(p)
     add_plan_flags(p)
@@ -34,6 +43,8 @@ def run(args: argparse.Namespace, env: Mapping[str, str], out: TextIO) -> int:
     if to_stdout and args.json:
         raise BadInputError("--json describes a written lock: give --out FILE")
     plan = plan_for(args, env)
+    if args.format == "pylock" and not to_stdout:
+        check_name(Path(args.out), plan.row.id)
     recipe = recipe_for(plan, extension_requests(args), env, wheel_sources(args))
     from verl_setup.environment.wheel_pick import resolve_wheels  # noqa: PLC0415
 
@@ -41,8 +52,9 @@ def run(args: argparse.Namespace, env: Mapping[str, str], out: TextIO) -> int:
     progress.step("plan", f"row {plan.row.id}, Python {plan.python}; resolving with hashes")
     for warning in recipe.warnings:
         progress.say(f"warning: {warning}")
-    text = compile_lock(plan, recipe, uv=find_uv(), env=uv_env(base=env, warn=progress.say))
-    pins = len(parse(text, Path("<new lock>")).pins)
+    write = compile_pylock if args.format == "pylock" else compile_lock
+    text = write(plan, recipe, uv=find_uv(), env=uv_env(base=env, warn=progress.say))
+    pins = len((parse_pylock if args.format == "pylock" else parse)(text, Path("<new lock>")).pins)
     if to_stdout:
         out.write(text)
         return 0
@@ -52,6 +64,7 @@ def run(args: argparse.Namespace, env: Mapping[str, str], out: TextIO) -> int:
     if args.json:
         summary = {
             "out": str(path),
+            "format": args.format,
             "sha256": hashlib.sha256(text.encode()).hexdigest(),
             "row": plan.row.id,
             "python": plan.python,

@@ -11,9 +11,9 @@ from typing import TextIO
 from verl_setup.commands.common import extension_requests, plan_for, wheel_sources
 from verl_setup.commands.flags import add_artifact_flags, add_plan_flags
 from verl_setup.errors import BadInputError
-from verl_setup.output import emit
+from verl_setup.output import Progress, emit
 from verl_setup.plan.select import Plan
-from verl_setup.render.templates import RenderOptions, compare, expand_targets, render, write
+from verl_setup.render.templates import RenderedFile, RenderOptions, compare, expand_targets, render, write
 from verl_setup.util.vocab import RENDER_TARGETS
 
 
@@ -36,7 +36,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace, env: Mapping[str, str], out: TextIO) -> int:
     """Plan (for one machine, or every node of --cluster), then render."""
     if args.cluster is None:
-        return run_render(args, plan_for(args, env), out)
+        return run_render(args, plan_for(args, env), out, env=env)
     from verl_setup.commands.plan_cluster import cluster_plan  # noqa: PLC0415
     from verl_setup.render.cluster_options import cluster_options  # noqa: PLC0415
 
@@ -44,7 +44,7 @@ def run(args: argparse.Namespace, env: Mapping[str, str], out: TextIO) -> int:
     options, warnings = cluster_options(options_from_args(args), plan.cluster)
     for warning in warnings:
         sys.stderr.write(f"verl-setup: warning: {warning}\n")
-    return run_render(args, plan.plan, out, options=options)
+    return run_render(args, plan.plan, out, options=options, env=env)
 
 
 def options_from_args(args: argparse.Namespace) -> RenderOptions:
@@ -73,10 +73,19 @@ def options_from_args(args: argparse.Namespace) -> RenderOptions:
 
 
 def run_render(
-    args: argparse.Namespace, plan: Plan, out: TextIO, *, options: RenderOptions | None = None
+    args: argparse.Namespace,
+    plan: Plan,
+    out: TextIO,
+    *,
+    options: RenderOptions | None = None,
+    env: Mapping[str, str] | None = None,
 ) -> int:
     """Render; refuse to clobber a changed file without --force (exit 2, naming it)."""
-    files = compare(render(plan, options or options_from_args(args)), args.out, force=args.force)
+    options = options or options_from_args(args)
+    rendered = render(plan, options)
+    if "uv-project" in options.targets:
+        rendered += _uv_lock(args, plan, options, rendered, env or {})
+    files = compare(rendered, args.out, force=args.force)
     conflicts = [f.name for f in files if f.status == "changed"]
     error = None
     if conflicts and not args.dry_run:
@@ -102,3 +111,28 @@ def run_render(
     if not args.dry_run:
         write(files, args.out)
     return 0
+
+
+def _uv_lock(
+    args: argparse.Namespace,
+    plan: Plan,
+    options: RenderOptions,
+    rendered: list[RenderedFile],
+    env: Mapping[str, str],
+) -> list[RenderedFile]:
+    """The uv project's uv.lock, made by `uv lock` (not in a dry run: that resolves nothing)."""
+    from verl_setup.render.templates import TARGETS, uv_project_of  # noqa: PLC0415
+    from verl_setup.render.uv_project import lock  # noqa: PLC0415
+
+    progress = Progress(quiet=getattr(args, "quiet", False))
+    for warning in uv_project_of(plan, options).warnings:
+        progress.say(f"warning: {warning}")
+    if args.dry_run:
+        progress.say("uv.lock: not resolved in a dry run (`uv lock` runs when the files are written)")
+        return []
+    names = {name for _, name, _ in TARGETS["uv-project"]}
+    project_files = {f.name: f.content for f in rendered if f.name in names}
+    progress.step("uv lock", f"row {plan.row.id} for Python {plan.python} (the bundled uv resolves it)")
+    text = lock(project_files, plan=plan, out=args.out, env=env, warn=progress.say)
+    progress.step("done", "uv.lock resolved")
+    return [RenderedFile(name="uv.lock", content=text, executable=False)]

@@ -1,6 +1,6 @@
 # verl-setup completion for fish, written from its parser by `make completion`.
 complete -c verl-setup -f
-complete -c verl-setup -n __fish_use_subcommand -a 'detect plan matrix render docker install lock verify wheelhouse doctor completion diagnose report'
+complete -c verl-setup -n __fish_use_subcommand -a 'detect plan matrix render docker install lock bundle verify wheelhouse doctor completion diagnose report'
 complete -c verl-setup -n '__fish_seen_subcommand_from matrix; and not __fish_seen_subcommand_from list show validate prove check propose' -a 'list show validate prove check propose'
 complete -c verl-setup -n '__fish_seen_subcommand_from docker; and not __fish_seen_subcommand_from build' -a build
 complete -c verl-setup -n '__fish_seen_subcommand_from wheelhouse; and not __fish_seen_subcommand_from build list' -a 'build list'
@@ -107,7 +107,7 @@ complete -c verl-setup -n '__fish_seen_subcommand_from propose' -l verbose
 complete -c verl-setup -n '__fish_seen_subcommand_from propose' -s q
 complete -c verl-setup -n '__fish_seen_subcommand_from propose' -l quiet
 complete -c verl-setup -n '__fish_seen_subcommand_from propose' -l no-config
-complete -c verl-setup -n '__fish_seen_subcommand_from render' -a 'venv docker env ray slurm kuberay all'
+complete -c verl-setup -n '__fish_seen_subcommand_from render' -a 'venv docker env ray slurm kuberay uv-project all'
 complete -c verl-setup -n '__fish_seen_subcommand_from render' -s h
 complete -c verl-setup -n '__fish_seen_subcommand_from render' -l help
 complete -c verl-setup -n '__fish_seen_subcommand_from render' -l out
@@ -202,6 +202,7 @@ complete -c verl-setup -n '__fish_seen_subcommand_from install' -s h
 complete -c verl-setup -n '__fish_seen_subcommand_from install' -l help
 complete -c verl-setup -n '__fish_seen_subcommand_from install' -l prefix
 complete -c verl-setup -n '__fish_seen_subcommand_from install' -l lock
+complete -c verl-setup -n '__fish_seen_subcommand_from install' -l offline
 complete -c verl-setup -n '__fish_seen_subcommand_from install' -l dry-run
 complete -c verl-setup -n '__fish_seen_subcommand_from install' -l json
 complete -c verl-setup -n '__fish_seen_subcommand_from install' -l no-python-downloads
@@ -240,6 +241,7 @@ complete -c verl-setup -n '__fish_seen_subcommand_from install' -l no-config
 complete -c verl-setup -n '__fish_seen_subcommand_from lock' -s h
 complete -c verl-setup -n '__fish_seen_subcommand_from lock' -l help
 complete -c verl-setup -n '__fish_seen_subcommand_from lock' -l out
+complete -c verl-setup -n '__fish_seen_subcommand_from lock' -l format -x -a 'requirements pylock'
 complete -c verl-setup -n '__fish_seen_subcommand_from lock' -l json
 complete -c verl-setup -n '__fish_seen_subcommand_from lock' -l build
 complete -c verl-setup -n '__fish_seen_subcommand_from lock' -l build-flash-attn
@@ -265,6 +267,37 @@ complete -c verl-setup -n '__fish_seen_subcommand_from lock' -l verbose
 complete -c verl-setup -n '__fish_seen_subcommand_from lock' -s q
 complete -c verl-setup -n '__fish_seen_subcommand_from lock' -l quiet
 complete -c verl-setup -n '__fish_seen_subcommand_from lock' -l no-config
+complete -c verl-setup -n '__fish_seen_subcommand_from bundle' -s h
+complete -c verl-setup -n '__fish_seen_subcommand_from bundle' -l help
+complete -c verl-setup -n '__fish_seen_subcommand_from bundle' -l out
+complete -c verl-setup -n '__fish_seen_subcommand_from bundle' -l lock
+complete -c verl-setup -n '__fish_seen_subcommand_from bundle' -l no-python
+complete -c verl-setup -n '__fish_seen_subcommand_from bundle' -l wait
+complete -c verl-setup -n '__fish_seen_subcommand_from bundle' -l json
+complete -c verl-setup -n '__fish_seen_subcommand_from bundle' -l build
+complete -c verl-setup -n '__fish_seen_subcommand_from bundle' -l build-flash-attn
+complete -c verl-setup -n '__fish_seen_subcommand_from bundle' -l wheel-source
+complete -c verl-setup -n '__fish_seen_subcommand_from bundle' -l without
+complete -c verl-setup -n '__fish_seen_subcommand_from bundle' -l host
+complete -c verl-setup -n '__fish_seen_subcommand_from bundle' -l driver
+complete -c verl-setup -n '__fish_seen_subcommand_from bundle' -l gpu
+complete -c verl-setup -n '__fish_seen_subcommand_from bundle' -l sm
+complete -c verl-setup -n '__fish_seen_subcommand_from bundle' -l gpu-count
+complete -c verl-setup -n '__fish_seen_subcommand_from bundle' -l no-gpu
+complete -c verl-setup -n '__fish_seen_subcommand_from bundle' -l arch
+complete -c verl-setup -n '__fish_seen_subcommand_from bundle' -l glibc
+complete -c verl-setup -n '__fish_seen_subcommand_from bundle' -l python
+complete -c verl-setup -n '__fish_seen_subcommand_from bundle' -l verl
+complete -c verl-setup -n '__fish_seen_subcommand_from bundle' -l engine -x -a 'vllm sglang none'
+complete -c verl-setup -n '__fish_seen_subcommand_from bundle' -l backend -x -a 'fsdp megatron'
+complete -c verl-setup -n '__fish_seen_subcommand_from bundle' -l policy -x -a 'compat strict forward'
+complete -c verl-setup -n '__fish_seen_subcommand_from bundle' -l row
+complete -c verl-setup -n '__fish_seen_subcommand_from bundle' -l matrix
+complete -c verl-setup -n '__fish_seen_subcommand_from bundle' -s v
+complete -c verl-setup -n '__fish_seen_subcommand_from bundle' -l verbose
+complete -c verl-setup -n '__fish_seen_subcommand_from bundle' -s q
+complete -c verl-setup -n '__fish_seen_subcommand_from bundle' -l quiet
+complete -c verl-setup -n '__fish_seen_subcommand_from bundle' -l no-config
 complete -c verl-setup -n '__fish_seen_subcommand_from verify' -s h
 complete -c verl-setup -n '__fish_seen_subcommand_from verify' -l help
 complete -c verl-setup -n '__fish_seen_subcommand_from verify' -l prefix

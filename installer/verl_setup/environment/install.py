@@ -62,7 +62,7 @@ INSTALL_TIMEOUT_S = 3600.0
 
 
 @contextlib.contextmanager
-def _sigterm_unwinds() -> Iterator[None]:
+def sigterm_unwinds() -> Iterator[None]:
     """SIGTERM runs the same cleanup as Ctrl-C (a SIGKILL leaves it to the next run)."""
 
     def handler(signum: int, _frame: FrameType | None) -> None:
@@ -152,7 +152,9 @@ def _make_venv(job: Job, progress: Progress) -> Job:
     if job.staging.exists():
         remove_tree(job.staging)
     job = dataclasses.replace(
-        job, choice=fallback, commands=uv_commands(job.uv, job.staging, fallback, job.recipe, job.lock)
+        job,
+        choice=fallback,
+        commands=uv_commands(job.uv, job.staging, fallback, job.recipe, job.lock, bundle=job.bundle),
     )
     _run_uv(job.commands[0], job=job, tty=False, timeout=VENV_TIMEOUT_S)
     return job
@@ -168,11 +170,8 @@ def _check_extension(job: Job, ext: ExtensionPlan, progress: Progress) -> None:
         "abi", f"{ext.name}: {len(report.checked)} compiled modules read against the installed torch"
     )
     # Only this package's modules decide here; the rest of the environment is verify's to judge.
-    mine = [
-        f
-        for f in report.findings
-        if f.distribution and canonicalize_name(f.distribution) == canonicalize_name(ext.name)
-    ]
+    names = {canonicalize_name(n) for n in (ext.name, ext.distribution) if n}  # a whole wheel's too
+    mine = [f for f in report.findings if f.distribution and canonicalize_name(f.distribution) in names]
     if mine:
         found = mine[0]
         where = f" (from {ext.source}: {ext.url})" if ext.source else ""
@@ -225,6 +224,7 @@ def manifest(job: Job, report: Report) -> dict[str, Any]:
                 "version": e.version,
                 "mode": e.mode,
                 "source": e.source,
+                "distribution": e.distribution or e.name,
                 "url": e.url,
                 "sha256": e.sha256,
                 "reason": e.reason,
@@ -327,7 +327,7 @@ def install(
     object for --json, None after a dry run's text."""
     prefix, swapped = Path(options.prefix).expanduser().absolute(), False
     try:
-        with _sigterm_unwinds():
+        with sigterm_unwinds():
             job = prepare(options, env, progress)
             if dry_run and as_json:
                 return dry_run_json(job)

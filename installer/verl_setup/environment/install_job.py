@@ -11,9 +11,9 @@ import shlex
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
-from verl_setup.environment.lock import Lock, read_lock
+from verl_setup.environment.lock import Lock, after_lock, read_lock
 from verl_setup.environment.python_choice import PythonChoice, choose_python
 from verl_setup.environment.staging import Layout, check_prefix, resolve_prefix
 from verl_setup.environment.verify import MANIFEST
@@ -22,6 +22,9 @@ from verl_setup.output import Progress
 from verl_setup.plan.make import PlanInputs
 from verl_setup.plan.recipe import Choice, Recipe, Step, recipe_for
 from verl_setup.plan.select import Plan
+
+if TYPE_CHECKING:
+    from verl_setup.environment.bundle import Bundle
 
 INPUTS = "verl-setup"  # folder inside the venv with the exact uv inputs used
 
@@ -38,6 +41,7 @@ class InstallOptions:
     python_downloads: bool = True
     wait_s: float = 600.0
     import_timeout: float | None = 900.0
+    offline: Path | None = None  # a bundle folder (`verl-setup bundle`): its lock, no network
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -51,13 +55,22 @@ class Command:
 
 
 def uv_commands(
-    uv: str, staging: Path, choice: PythonChoice, recipe: Recipe, lock: Lock | None
+    uv: str,
+    staging: Path,
+    choice: PythonChoice,
+    recipe: Recipe,
+    lock: Lock | None,
+    *,
+    bundle: Bundle | None = None,
 ) -> list[Command]:
-    """The exact uv commands an install runs, in the recipe's order."""
+    """The exact uv commands an install runs, in the recipe's order (from a bundle: offline)."""
+    from verl_setup.environment.bundle import offline_flags  # noqa: PLC0415
     from verl_setup.environment.uv import sync_command, venv_command  # noqa: PLC0415
 
     python_exe = str(staging / "bin" / "python")
-    commands = [Command(what="venv", argv=venv_command(uv, path=staging, python=choice.request))]
+    offline = [] if bundle is None else offline_flags(bundle)
+    venv = venv_command(uv, path=staging, python=choice.request) + offline[:1]
+    commands = [Command(what="venv", argv=venv)]
     overrides = str(staging / INPUTS / "overrides.txt")
     if lock is not None:
         # Every distribution of a lock is a hashed wheel (flash-attn included, when a prebuilt
@@ -69,23 +82,19 @@ def uv_commands(
                 argv=sync_command(
                     uv,
                     python_exe=Path(python_exe),
-                    lock=lock.path.absolute(),
-                    index_url=lock.index_url,
+                    lock=(lock.path if bundle is None else bundle.sync_file).absolute(),
+                    index_url=lock.index_url if bundle is None else None,
                     sdists=recipe.sdists,
-                ),
+                )
+                + offline,
             )
         )
-        built = [e.name for e in recipe.extensions if e.mode == "build"]
         # The lock holds no package installed without its dependencies: they come after it.
-        steps = [
-            s
-            for s in recipe.steps
-            if s.name in built or s.name.removesuffix("-build-requires") in built or s.no_deps
-        ]
+        steps = after_lock(recipe)
     else:
         steps = list(recipe.steps)
     for step in steps:
-        argv = [uv, "pip", "install", "--python", python_exe, *step.pip_args(overrides)]
+        argv = [uv, "pip", "install", "--python", python_exe, *step.pip_args(overrides), *offline]
         commands.append(Command(what=step.name, argv=argv, env=step.env, step=step))
     return commands
 
@@ -106,6 +115,7 @@ class Job:
     uv_env: dict[str, str]
     env: Mapping[str, str]
     import_timeout: float | None
+    bundle: Bundle | None = None
 
 
 def prepare(options: InstallOptions, env: Mapping[str, str], progress: Progress) -> Job:
@@ -115,6 +125,13 @@ def prepare(options: InstallOptions, env: Mapping[str, str], progress: Progress)
     from verl_setup.plan.make import make_plan  # noqa: PLC0415
     from verl_setup.util.uvbin import find_uv  # noqa: PLC0415
 
+    bundle = None
+    if options.offline is not None:
+        from verl_setup.environment.bundle import open_bundle  # noqa: PLC0415
+
+        bundle, env = open_bundle(options.offline, env, progress)
+        plan_inputs = dataclasses.replace(options.plan, row=options.plan.row or bundle.row)
+        options = dataclasses.replace(options, lock=bundle.lock, plan=plan_inputs)
     lock = read_lock(options.lock) if options.lock else None
     plan = make_plan(options.plan, env)
     row = plan.row
@@ -164,11 +181,12 @@ def prepare(options: InstallOptions, env: Mapping[str, str], progress: Progress)
         layout=layout,
         choice=choice,
         staging=staging,
-        commands=uv_commands(uv, staging, choice, recipe, lock),
+        commands=uv_commands(uv, staging, choice, recipe, lock, bundle=bundle),
         uv=uv,
         uv_env=uv_env(python_downloads=downloads, base=env, warn=progress.say),
         env=env,
         import_timeout=options.import_timeout,
+        bundle=bundle,
     )
 
 

@@ -4,30 +4,43 @@ A lock is `uv pip compile --generate-hashes` output under a header that names th
 matrix and uv, sealed by the sha256 of every other line, header and body: `install --lock` refuses
 a lock edited after it was written (a row, Python or index-url line as much as a pin) before
 anything changes, and uv refuses any file whose hash differs from the lock's. No timestamps: the same
-row, matrix and index give the same bytes.
+row, matrix and index give the same bytes. Format 4 puts the row's index and the binary-only
+options into the body, as requirement-file options that uv and pip read, and names in its header
+the plain commands that install it (PEP 751's pylock.toml: environment/pylock.py).
 """
 
 from __future__ import annotations
 
 import hashlib
 import re
+import shlex
 import tempfile
-from collections.abc import Mapping
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 from urllib.parse import unquote
 
 from packaging.utils import canonicalize_name, parse_wheel_filename
 
+from verl_setup.environment.pylock import is_pylock_name, read_pylock, render_pylock
 from verl_setup.errors import BadInputError, InstallError
 from verl_setup.plan.select import Plan
 
 if TYPE_CHECKING:
-    from verl_setup.plan.recipe import Choice, ExtensionRequests, Recipe
+    from verl_setup.plan.recipe import Choice, ExtensionRequests, Recipe, Step
 
-FORMAT_LINE = "# verl-setup lock, format 3: install with `verl-setup install --lock FILE`; do not edit"
+FORMAT_LINE = (
+    "# verl-setup lock, format 4: a hashed requirements file for uv, pip or verl-setup; sealed, do not edit"
+)
+# Format 3 has the same header less the install lines, and no options in its body: install --lock
+# gives uv the row's index and the binary-only options itself, so it still reads one.
+_OLDER_LINES = {3: "# verl-setup lock, format 3: install with `verl-setup install --lock FILE`; do not edit"}
 _FORMAT_RE = re.compile(r"^# verl-setup lock, format (\d+):")
+# pip older than 23.3 refuses, in hash-checking mode, a dependency that asks for extras of a locked
+# package (transferqueue's `ray[default]`: pypa/pip#9644); with --no-deps it installs the lock as
+# written, which lists every dependency already. The oldest pip tested: Debian 12's.
+OLDEST_PIP = "23.0.1"
 SEAL = "sha256"  # the last header line: the digest of the whole file without that line
 COMPILE_TIMEOUT_S = 900.0
 _KEYS = (
@@ -41,8 +54,11 @@ _KEYS = (
     "flash-attn",
     "uv",
 )
-# Written only when the row builds more than flash-attn against torch: "name=mode version, ...".
-_OPTIONAL_KEYS = ("torch-extensions",)
+# Format 4: the plain commands that install the lock (the file's own name left to the reader).
+_INSTALL_KEYS = ("install-uv", "install-pip")
+# Written only when the row builds more than flash-attn against torch ("name=mode version, ..."),
+# and when the recipe installs something after the locked wheels (`then`: each command, "; ").
+_OPTIONAL_KEYS = ("torch-extensions", "then")
 _URL_PIN_RE = re.compile(r"^([A-Za-z0-9][A-Za-z0-9._-]*) @ (\S+\.whl)\s*\\?$")
 _PIN_RE = re.compile(r"^([A-Za-z0-9][A-Za-z0-9._-]*)(?:\[[^\]]*\])?==([^\s;\\]+)\s*(?:;\s*([^\\]+?))?\s*\\?$")
 
@@ -63,6 +79,7 @@ class Lock:
     path: Path
     fields: dict[str, str]
     pins: tuple[Pin, ...]
+    kind: str = "requirements"  # or "pylock" (PEP 751)
 
     @property
     def python(self) -> str:
@@ -118,32 +135,62 @@ class Lock:
 
 
 def render(fields: Mapping[str, str], body: str) -> str:
-    """The lock text: header, then uv's output unchanged, sealed by the header's last line."""
-    keys = (*_KEYS, *(k for k in _OPTIONAL_KEYS if k in fields))
+    """The lock text: header, then the body (options, uv's output unchanged), sealed by the
+    header's last line. `fields` without the install lines gets them from its index-url."""
+    fields = {**install_lines(None if fields["index-url"] == "default" else fields["index-url"]), **fields}
+    keys = (*_INSTALL_KEYS, *_KEYS, *(k for k in _OPTIONAL_KEYS if k in fields))
     header = "".join(f"{line}\n" for line in (FORMAT_LINE, *(f"# {key}: {fields[key]}" for key in keys)))
     return f"{header}# {SEAL}: {_digest(header + body)}\n{body}"
+
+
+def install_lines(index_url: str | None) -> dict[str, str]:
+    """The header's plain install commands. uv takes the row's index from the body, but by default
+    only the first index that has a package at all (PyTorch's also serves numpy, at other versions),
+    so it needs the strategy verl-setup gives it; pip weighs every index alike."""
+    strategy = " --index-strategy unsafe-best-match" if index_url else ""
+    return {
+        "install-uv": f"uv pip sync{strategy} <this file>",
+        "install-pip": f"pip install --no-deps -r <this file> (pip {OLDEST_PIP} or newer)",
+    }
+
+
+def body_options(index_url: str | None, sdists: Sequence[str]) -> str:
+    """The requirement-file options a plain uv or pip needs: the row's index (beside the user's
+    default one, a mirror included), and wheels only except the sdists built on purpose (pip reads
+    `--no-binary` after `--only-binary :all:` as the exception; the other way round it clears it)."""
+    lines = [f"--extra-index-url {index_url}"] if index_url else []
+    lines += ["--only-binary :all:", *(f"--no-binary {name}" for name in sdists)]
+    return "".join(f"{line}\n" for line in lines)
 
 
 def _digest(text: str) -> str:
     return hashlib.sha256(text.encode()).hexdigest()
 
 
+def _format_of(first: str, path: Path) -> int:
+    if first == FORMAT_LINE:
+        return 4
+    old = _FORMAT_RE.match(first)
+    if old and _OLDER_LINES.get(int(old[1])) == first:
+        return int(old[1])
+    if old:
+        raise BadInputError(
+            f"{path}: a format {old[1]} lock, whose seal leaves its header open to edits: "
+            "make it again with `verl-setup lock --out FILE`"
+        )
+    raise BadInputError(f"{path}: not a verl-setup lock (make one with `verl-setup lock --out FILE`)")
+
+
 def parse(text: str, path: Path) -> Lock:
-    """Read a lock; BadInputError if it is not one, InstallError if it was altered."""
+    """Read a lock (format 4, or 3); BadInputError if it is not one, InstallError if it was altered."""
     lines = text.splitlines(keepends=True)
-    if not lines or lines[0].rstrip("\n") != FORMAT_LINE:
-        old = _FORMAT_RE.match(lines[0]) if lines else None
-        if old:
-            raise BadInputError(
-                f"{path}: a format {old[1]} lock, whose seal leaves its header open to edits: "
-                "make it again with `verl-setup lock --out FILE`"
-            )
-        raise BadInputError(f"{path}: not a verl-setup lock (make one with `verl-setup lock --out FILE`)")
+    number = _format_of(lines[0].rstrip("\n") if lines else "", path)
+    known = (*(_INSTALL_KEYS if number >= 4 else ()), *_KEYS, *_OPTIONAL_KEYS, SEAL)
     fields: dict[str, str] = {}
     index = 1  # the first body line, after the seal
     for line in lines[1:]:
         m = re.match(r"^# ([a-z0-9-]+): (.*)$", line.rstrip("\n"))
-        if m is None or m[1] in fields or m[1] not in (*_KEYS, *_OPTIONAL_KEYS, SEAL):
+        if m is None or m[1] in fields or m[1] not in known:
             break
         fields[m[1]] = m[2]
         index += 1
@@ -175,30 +222,62 @@ def parse(text: str, path: Path) -> Lock:
 
 
 def read_lock(path: Path) -> Lock:
-    """Read and check a lock file."""
+    """Read and check a lock file: a verl-setup lock, or the pylock.toml `lock --format pylock` wrote."""
     try:
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         raise BadInputError(f"cannot read lock {path}: {getattr(exc, 'strerror', None) or exc}") from exc
-    return parse(text, path)
+    return parse_pylock(text, path) if is_pylock_name(path.name) else parse(text, path)
 
 
-def compile_lock(plan: Plan, recipe: Recipe, *, uv: str, env: Mapping[str, str]) -> str:
-    """Resolve the recipe's pins with hashes for its Python and platform; return the lock text.
+def parse_pylock(text: str, path: Path) -> Lock:
+    """Read a pylock `lock --format pylock` wrote (environment/pylock.py checks its seal)."""
+    fields, packages = read_pylock(text, path, _KEYS)
+    lock = Lock(path=path, fields=fields, pins=(), kind="pylock")
+    # A prebuilt extension wheel's version carries its build label (+cu12torch2.8...), which the
+    # installed metadata does not: verify compares the public version, as for a requirements lock.
+    wheels = {name for name, mode in lock.extension_modes().items() if mode == "wheel"}
+    # ... and by the distribution a whole-project wheel carries it as (`=wheel 2.16.1 as transformer-engine`).
+    extensions = lock.fields.get("torch-extensions", "")
+    wheels |= {canonicalize_name(m[1]) for m in re.finditer(r"=wheel \S+ as ([A-Za-z0-9._-]+)", extensions)}
+    pins = []
+    for package in packages:
+        name = canonicalize_name(str(package.get("name", "")))
+        version = str(package.get("version", ""))
+        if name in wheels:
+            version = version.split("+", 1)[0]  # the public version: what precedes the local label
+        pins.append(Pin(name=name, version=version, marker=package.get("marker")))
+    return replace(lock, pins=tuple(pins))
 
-    flash-attn goes in as its prebuilt wheel (uv hashes the file it downloads), so the lock
-    installs as it stands; a flash-attn to be built is left out and named in the header.
-    """
-    from verl_setup.environment.uv import (  # noqa: PLC0415
-        compile_command,
-        explain_failure,
-        python_platform,
-        uv_version,
-        write_inputs,
-    )
+
+def after_lock(recipe: Recipe) -> list[Step]:
+    """The recipe's steps a lock leaves to after its wheels: a package built against torch (and
+    what its build needs), and the packages installed without their dependencies."""
+    built = [e.name for e in recipe.extensions if e.mode == "build"]
+    return [
+        s
+        for s in recipe.steps
+        if s.name in built or s.name.removesuffix("-build-requires") in built or s.no_deps
+    ]
+
+
+def then_commands(recipe: Recipe) -> str | None:
+    """The plain commands for after_lock's steps, "; "-separated (MAX_JOBS left to the machine
+    that builds: it is measured there, and the lock stays the same bytes everywhere)."""
+    commands = []
+    for step in after_lock(recipe):
+        env = "".join(f"{k}={shlex.quote(v)} " for k, v in step.env if k != "MAX_JOBS")
+        commands.append(env + shlex.join(["uv", "pip", "install", *step.pip_args("overrides.txt")]))
+    return "; ".join(commands) or None
+
+
+def resolve(plan: Plan, recipe: Recipe, *, uv: str, env: Mapping[str, str], extra: Sequence[str] = ()) -> str:
+    """`uv pip compile` of the recipe's final pins (and extension wheels) with hashes for its Python
+    and platform (`extra`: more uv flags, such as the output format); return uv's output."""
+    from verl_setup.environment.uv import compile_command, explain_failure, write_inputs  # noqa: PLC0415
     from verl_setup.util.runner import ProgramError, run  # noqa: PLC0415
 
-    row, fa = plan.row, recipe.flash_attn
+    row = plan.row
     final = recipe.step("verl")
     requirements = list(final.requirements if final else row.requirements())
     requirements += [e.requirement for e in recipe.extensions if e.mode == "wheel"]
@@ -215,6 +294,7 @@ def compile_lock(plan: Plan, recipe: Recipe, *, uv: str, env: Mapping[str, str])
             overrides=None if overrides is None else Path(overrides.name),
             hashes=True,
         )
+        argv += extra
         try:
             out = run(argv, timeout=COMPILE_TIMEOUT_S, env=env, cwd=tmp)
         except ProgramError as exc:
@@ -223,6 +303,14 @@ def compile_lock(plan: Plan, recipe: Recipe, *, uv: str, env: Mapping[str, str])
         raise InstallError(
             f"row {row.id} does not resolve for Python {plan.python}: {explain_failure(out.stderr)}"
         )
+    return out.stdout
+
+
+def lock_fields(plan: Plan, recipe: Recipe, *, uv: str) -> dict[str, str]:
+    """What a lock records besides its pins: row, matrix, Python, platform, index, extensions, uv."""
+    from verl_setup.environment.uv import python_platform, uv_version  # noqa: PLC0415
+
+    row, fa = plan.row, recipe.flash_attn
     fields = {
         "row": row.id,
         "row-sha256": row.content_hash(),
@@ -236,8 +324,31 @@ def compile_lock(plan: Plan, recipe: Recipe, *, uv: str, env: Mapping[str, str])
     }
     others = [e for e in recipe.extensions if e.name != "flash-attn"]
     if others:
-        fields["torch-extensions"] = ", ".join(f"{e.name}={e.mode} {e.version}" for e in others)
-    return render(fields, out.stdout)
+        # A whole-project wheel (TransformerEngine) says which distribution carries the package.
+        carried = [(f"{e.name}={e.mode} {e.version}", e.distribution) for e in others]
+        fields["torch-extensions"] = ", ".join(c + (f" as {d}" if d else "") for c, d in carried)
+    then = then_commands(recipe)
+    if then:
+        fields["then"] = then
+    return fields
+
+
+def compile_lock(plan: Plan, recipe: Recipe, *, uv: str, env: Mapping[str, str]) -> str:
+    """Resolve the recipe's pins with hashes for its Python and platform; return the lock text.
+
+    flash-attn goes in as its prebuilt wheel (uv hashes the file it downloads), so the lock
+    installs as it stands; a flash-attn to be built is left out and named in the header, with the
+    command that builds it after the locked wheels (`then`).
+    """
+    body = resolve(plan, recipe, uv=uv, env=env)
+    options = body_options(plan.index_url, recipe.sdists)
+    return render(lock_fields(plan, recipe, uv=uv), options + body)
+
+
+def compile_pylock(plan: Plan, recipe: Recipe, *, uv: str, env: Mapping[str, str]) -> str:
+    """Resolve as compile_lock does, written by uv as PEP 751 (uv 0.13.9 calls the format experimental)."""
+    body = resolve(plan, recipe, uv=uv, env=env, extra=["--format", "pylock.toml"])
+    return render_pylock(lock_fields(plan, recipe, uv=uv), body)
 
 
 def write_lock(path: Path, text: str) -> None:

@@ -15,7 +15,7 @@ import html.parser
 import json
 import urllib.error
 import urllib.request
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import unquote, urljoin, urlsplit
@@ -24,11 +24,13 @@ from packaging.utils import InvalidWheelFilename, canonicalize_name, parse_wheel
 from packaging.version import InvalidVersion, Version
 
 from verl_setup.errors import InstallError
+from verl_setup.matrix.schema import ExtensionFacts
 from verl_setup.plan.build_host import build_jobs
 from verl_setup.plan.recipe import ExtensionPlan, Recipe
 from verl_setup.plan.refusal import refusal, without_reason
 from verl_setup.plan.select import Plan
-from verl_setup.plan.wheel_sources import Candidate, torch_in_name, torch_minor
+from verl_setup.plan.wheel_sources import Candidate, replaced, torch_in_name, torch_minor
+from verl_setup.plan.whole_wheel import in_place_of
 from verl_setup.util.bounded import one_line
 
 TIMEOUT_S = 20.0
@@ -43,6 +45,7 @@ class Picked:
     sha256: str | None
     torch: str | None  # the torch its name or manifest names; None: the source does not say
     source: str
+    distribution: str | None = None  # a whole-project wheel (ExtensionFacts.whole) in the package's place
 
 
 class _Links(html.parser.HTMLParser):
@@ -65,6 +68,10 @@ def _read(url: str) -> bytes:
     try:
         with urllib.request.urlopen(url, timeout=TIMEOUT_S) as response:  # noqa: S310  # http(s) only
             return bytes(response.read(MAX_PAGE))
+    except urllib.error.HTTPError as exc:
+        if exc.code == 404:  # no such page: the index does not hold that project
+            raise FileNotFoundError(f"{url}: HTTP 404") from exc
+        raise OSError(str(exc)) from exc
     except (urllib.error.URLError, TimeoutError, ValueError) as exc:
         raise OSError(str(getattr(exc, "reason", exc))) from exc
 
@@ -102,27 +109,40 @@ def _manifest_torch(url: str) -> str | None:
     return torch if isinstance(torch, str) else None
 
 
+def _names(candidate: Candidate, ext: ExtensionPlan, plan: Plan) -> list[str | None]:
+    """The distributions to look for: the whole project's wheel (None: the package's own)."""
+    if candidate.distribution is not None:
+        return [candidate.distribution]
+    whole = plan.matrix.rows_file.torch_extensions[ext.name].whole
+    return [whole, None] if whole is not None else [None]
+
+
 def pick(candidate: Candidate, ext: ExtensionPlan, plan: Plan) -> tuple[Picked | None, str]:
     """The wheel this source has for the target, else None and why not."""
     assert candidate.index_url is not None  # noqa: S101  # only index candidates are looked up
     want = torch_minor(plan.row)
-    try:
-        links = wheel_links(candidate.index_url, ext.name)
-    except OSError as exc:
-        return None, f"{candidate.source}: unreachable ({one_line(str(exc))[:120]})"
     other: list[str] = []
-    for link in links:
-        url, _, fragment = link.partition("#")
-        filename = unquote(url.rsplit("/", 1)[-1])
-        if not _fits(filename, ext.name, ext.version, plan.python, plan.row.requires.arch[0]):
-            continue
-        torch = torch_in_name(filename) if candidate.torch_from != "index-path" else want
-        torch = torch or _manifest_torch(url)
-        if torch is not None and ".".join(torch.split("+")[0].split(".")[:2]) != want:
-            other.append(torch)
-            continue
-        sha256 = fragment.removeprefix("sha256=") if fragment.startswith("sha256=") else None
-        return Picked(url=url, sha256=sha256, torch=torch, source=candidate.source), ""
+    for whole in _names(candidate, ext, plan):
+        name = whole or ext.name
+        try:
+            links = wheel_links(candidate.index_url, name)
+        except OSError as exc:
+            if whole is not None and isinstance(exc, FileNotFoundError):
+                continue  # the index has no page for the whole project: look for the package's own
+            return None, f"{candidate.source}: unreachable ({one_line(str(exc))[:120]})"
+        for link in links:
+            url, _, fragment = link.partition("#")
+            filename = unquote(url.rsplit("/", 1)[-1])
+            if not _fits(filename, name, ext.version, plan.python, plan.row.requires.arch[0]):
+                continue
+            torch = torch_in_name(filename) if candidate.torch_from != "index-path" else want
+            torch = torch or _manifest_torch(url)
+            if torch is not None and ".".join(torch.split("+")[0].split(".")[:2]) != want:
+                other.append(torch)
+                continue
+            sha256 = fragment.removeprefix("sha256=") if fragment.startswith("sha256=") else None
+            taken = Picked(url=url, sha256=sha256, torch=torch, source=candidate.source, distribution=whole)
+            return taken, ""
     if other:
         return None, f"{candidate.source}: only wheels built for torch {', '.join(sorted(set(other)))}"
     return None, f"{candidate.source}: no {ext.name} {ext.version} wheel for {plan.python} on this platform"
@@ -131,6 +151,7 @@ def pick(candidate: Candidate, ext: ExtensionPlan, plan: Plan) -> tuple[Picked |
 def resolve_wheels(plan: Plan, recipe: Recipe, say: Callable[[str], None]) -> Recipe:
     """The recipe with every wheel from an index pinned to the file taken; InstallError (before
     anything changes) when no source has one."""
+    facts = plan.matrix.rows_file.torch_extensions
     for ext in recipe.extensions:
         if ext.mode != "wheel" or ext.url is not None:
             continue
@@ -140,34 +161,45 @@ def resolve_wheels(plan: Plan, recipe: Recipe, say: Callable[[str], None]) -> Re
                 taken = Picked(
                     url=candidate.url, sha256=candidate.sha256, torch=None, source=candidate.source
                 )
-                recipe = _pin(recipe, ext, taken, candidate.reason)
+                recipe = _pin(recipe, ext, taken, candidate.reason, facts)
                 break
             found, why = pick(candidate, ext, plan)
-            if found is None:
-                why_not.append(why)
+            if found is None or (ext.distribution is not None and found.distribution != ext.distribution):
+                # A recipe planned around a whole-project wheel has no step for its companions.
+                why_not.append(why or f"{candidate.source}: no {ext.distribution} wheel")
                 continue
             said = f"built for torch {found.torch}" if found.torch else "its torch is read by the ABI check"
             say(f"{ext.name} {ext.version}: {found.url.rsplit('/', 1)[-1]} from {found.source} ({said})")
             reason = f"prebuilt wheel from {found.source}, {said}"
-            recipe = _pin(recipe, ext, found, reason)
+            if found.distribution is not None:
+                reason += f"; {replaced(facts[ext.name], ext.name, plan.row)}"
+            recipe = _pin(recipe, ext, found, reason, facts)
             break
         else:
-            facts = plan.matrix.rows_file.torch_extensions[ext.name]
             raise InstallError(
                 refusal(
                     plan.row,
                     ext.name,
-                    facts,
+                    facts[ext.name],
                     why_not=why_not,
-                    without=without_reason(facts, plan.row.verl.version),
+                    without=without_reason(facts[ext.name], plan.row.verl.version),
                     jobs=build_jobs(),
                 )
             )
     return recipe
 
 
-def _pin(recipe: Recipe, ext: ExtensionPlan, taken: Picked, reason: str) -> Recipe:
-    pinned = dataclasses.replace(ext, url=taken.url, sha256=taken.sha256, source=taken.source, reason=reason)
+def _pin(
+    recipe: Recipe, ext: ExtensionPlan, taken: Picked, reason: str, facts: Mapping[str, ExtensionFacts]
+) -> Recipe:
+    pinned = dataclasses.replace(
+        ext,
+        url=taken.url,
+        sha256=taken.sha256,
+        source=taken.source,
+        reason=reason,
+        distribution=taken.distribution or ext.distribution,
+    )
     steps = []
     for step in recipe.steps:
         if step.name != ext.name:
@@ -184,4 +216,4 @@ def _pin(recipe: Recipe, ext: ExtensionPlan, taken: Picked, reason: str) -> Reci
             )
         )
     extensions = tuple(pinned if e.name == ext.name else e for e in recipe.extensions)
-    return dataclasses.replace(recipe, steps=tuple(steps), extensions=extensions)
+    return in_place_of(dataclasses.replace(recipe, steps=tuple(steps), extensions=extensions), facts)

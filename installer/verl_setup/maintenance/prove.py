@@ -36,7 +36,7 @@ from verl_setup.matrix.load import Matrix
 from verl_setup.matrix.proof import Evidence, record, today
 from verl_setup.matrix.schema import Row
 from verl_setup.output import Progress, emit
-from verl_setup.util.runner import ProgramError, stream
+from verl_setup.util.runner import ProgramError, run, stream
 from verl_setup.util.uvbin import find_uv
 
 STEP_TIMEOUT_S = 3600.0
@@ -161,7 +161,11 @@ def prove_row(  # noqa: PLR0911, PLR0915  # one return per step that can stop th
                     for name, e in (manifest.get("torch_extensions") or {}).items()
                 },
                 **{
-                    name: {"mode": "without" if e["mode"] == "without" else "source", "source": e["url"]}
+                    name: {
+                        "mode": "without" if e["mode"] == "without" else "source",
+                        "source": e["url"],
+                        **({} if e["mode"] == "without" else _git_source(prefix, name, e["url"], env)),
+                    }
                     for name, e in (manifest.get("sources") or {}).items()
                 },
             },
@@ -209,6 +213,26 @@ def _left_out_flags(row: Row, matrix: Matrix, env: Mapping[str, str]) -> list[st
     if env.get("VERL_SETUP_PROVE_GIT") != "1":
         names += [name for name, url in row.sources.items() if url.startswith("git+")]
     return [flag for name in names for flag in ("--without", name)]
+
+
+def _git_source(prefix: Path, name: str, url: str, env: Mapping[str, str]) -> dict[str, str]:
+    """The commit a git source installed at (its direct_url.json), and where git fetched it from
+    when git's url.insteadOf rewrote the row's URL (a local mirror: the proof must say so)."""
+    if not url.startswith("git+"):
+        return {}
+    found: dict[str, str] = {}
+    pattern = f"lib/python*/site-packages/{name.replace('-', '_')}-*.dist-info/direct_url.json"
+    for info in prefix.glob(pattern):
+        with contextlib.suppress(OSError, ValueError, AttributeError):
+            commit = (json.loads(info.read_text(encoding="utf-8")).get("vcs_info") or {}).get("commit_id")
+            if isinstance(commit, str):
+                found["commit"] = commit
+    remote = url.removeprefix("git+").rsplit("@", 1)[0]
+    with contextlib.suppress(ProgramError):
+        served = run(["git", "ls-remote", "--get-url", remote], timeout=10, env=env).stdout.strip()
+        if served and served != remote:
+            found["served_from"] = served
+    return found
 
 
 def _size_mib(path: Path) -> int:

@@ -251,6 +251,8 @@ def _check_extensions(rows_file: RowsFile, file: str) -> list[str]:
                 out.append(f"{where}.url: no {{{field_name}}} placeholder")
         if facts.releases and facts.url is None:
             out.append(f"{where}: releases are listed but there is no url pattern")
+        if facts.whole is not None and facts.whole not in facts.companions:
+            out.append(f"{where}.whole: {facts.whole!r} is not among its companions (what it replaces)")
         for version, release in facts.releases.items():
             try:
                 Version(version)

@@ -208,6 +208,10 @@ class ExtensionFacts:
     modules: tuple[Name, ...] = ()
     # Row packages that go with it and are left out with it.
     companions: tuple[Name, ...] = ()
+    # A distribution that carries the whole project in one wheel built against torch (verl's
+    # wheelhouse serves TransformerEngine so): a source's wheel of it replaces this package and
+    # its companions.
+    whole: Name | None = None
     # CPU-core minutes one build takes (the refusal's time estimate divides it by the build jobs).
     build_core_minutes: int | None = None
 

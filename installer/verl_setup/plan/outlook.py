@@ -37,6 +37,8 @@ def outlook(
             entry |= {"mode": ext.mode, "source": source, "reason": ext.reason}
             if ext.mode == "wheel":
                 entry["sources"] = [c.source for c in ext.candidates]
+                # The distribution that will land: a whole-project wheel (transformer-engine) or its own.
+                entry["distribution"] = ext.distribution or name
         out.append(entry)
     return out
 

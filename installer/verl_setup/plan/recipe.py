@@ -1,12 +1,9 @@
-"""Plan -> Recipe: the one ordered install procedure, as typed steps.
-
-`install` executes it; `render venv` prints it as a shell script and `render docker` as a
-Dockerfile. Order: the venv with the exact Python, torch from its index, the engine and its
-companions (torch pinned again so nothing moves it), each package built against torch (flash-attn,
-TransformerEngine's torch module, apex) in a step of its own (a matching prebuilt wheel, or a
-build on request, or left out), then verl with every pin again, then verify. A new step is
-written here once.
-"""
+"""Plan -> Recipe: the one ordered install procedure, as typed steps, which `install` executes,
+`render venv` prints as a shell script and `render docker` as a Dockerfile. Order: the venv with
+the exact Python, torch from its index, the engine and its companions (torch pinned again), each
+package built against torch (flash-attn, TransformerEngine's torch module, apex) in a step of its
+own (a prebuilt wheel, a build on request, or left out), then verl with every pin again, then
+verify. A new step is written here once."""
 
 from __future__ import annotations
 
@@ -22,6 +19,7 @@ from verl_setup.plan.build_host import GIB_PER_BUILD_JOB, build_jobs, memory_gib
 from verl_setup.plan.refusal import refusal, without_reason
 from verl_setup.plan.select import Plan
 from verl_setup.plan.wheel_sources import Candidate, candidates, ordered_sources, user_sources
+from verl_setup.plan.whole_wheel import in_place_of
 from verl_setup.util.binary import binary_only
 from verl_setup.util.vocab import suggest
 
@@ -48,15 +46,15 @@ class ExtensionPlan:
     cxx11abi: bool | None = None
     max_jobs: int | None = None
     source: str | None = None  # the wheel source it comes from (mode wheel)
+    distribution: str | None = None  # a whole-project wheel in its place (ExtensionFacts.whole)
     # Every source that says it has the wheel, in order; install takes the first that does.
     candidates: tuple[Candidate, ...] = ()
 
     @property
     def requirement(self) -> str:
         """What the step installs."""
-        if self.mode == "wheel" and self.url:
-            return f"{self.name} @ {self.url}"
-        return f"{self.name}=={self.version}"
+        name = self.distribution or self.name
+        return f"{name} @ {self.url}" if self.mode == "wheel" and self.url else f"{name}=={self.version}"
 
     @property
     def index_url(self) -> str | None:
@@ -221,7 +219,7 @@ def build_recipe(
     ]
     verify = [r for r in reqs if _name(r) not in (*facts, *dropped, *row.sources)]
     verify += [f"{e.name}=={e.version}" for e in plans if e.mode != "without" and not facts[e.name].build]
-    return Recipe(
+    recipe = Recipe(
         row=row,
         python=plan.python,
         overrides=row.overrides,
@@ -232,6 +230,7 @@ def build_recipe(
         warnings=tuple(warnings),
         sdists=sdists,
     )
+    return in_place_of(recipe, facts)
 
 
 @dataclass(frozen=True)
@@ -291,7 +290,7 @@ def _extension_steps(
             requirements=(*torch_reqs, ext.requirement),
             index_url=index,
             extra_index_url=ext.index_url,
-            no_build=(ext.name,) if ext.index_url else (),
+            no_build=(ext.distribution or ext.name,) if ext.index_url else (),
         )
         return [step], None
     if ext.mode == "without":
@@ -351,6 +350,7 @@ def _extension_plan(
             sha256=first.sha256,
             cxx11abi=first.cxx11abi,
             source=first.source,
+            distribution=first.distribution,
             candidates=tuple(found),
         )
     if request == "build" or sources.missing == "build":
@@ -387,14 +387,13 @@ def recipe_for(
     plan: Plan, requests: ExtensionRequests, env: Mapping[str, str], wheel_sources: tuple[str, ...] = ()
 ) -> Recipe:
     """The plan's recipe; a build request measures nvcc, cores and memory first."""
-    if "build" not in requests.values():
-        return build_recipe(plan, extensions=requests, wheel_sources=wheel_sources, env=env)
+    build = "build" in requests.values()
     return build_recipe(
         plan,
         extensions=requests,
-        nvcc_version=nvcc_version(env),
-        cores=os.cpu_count(),
-        memory_gib=memory_gib(),
+        nvcc_version=nvcc_version(env) if build else None,
+        cores=os.cpu_count() if build else None,
+        memory_gib=memory_gib() if build else None,
         wheel_sources=wheel_sources,
         env=env,
     )

@@ -35,6 +35,9 @@ class Candidate:
     index_url: str | None = None  # an index: where install looks the wheel up
     sha256: str | None = None
     cxx11abi: bool = True
+    # The wheel's distribution when it is the whole project (ExtensionFacts.whole), replacing the
+    # package and its companions; None: the package's own wheel (or, for a user's index, either).
+    distribution: str | None = None
     reason: str
 
 
@@ -140,6 +143,13 @@ def candidates(
             )
             continue
         why = _served(source, row, name=name, version=version, python=python, glibc=glibc)
+        whole = facts.whole
+        if why and whole is not None:
+            why_whole = _served(source, row, name=whole, version=version, python=python, glibc=glibc)
+            if not why_whole:
+                found.append(whole_candidate(source, source.url, row, facts, name=name, version=version))
+                continue
+            why = f"{why}; {why_whole}"
         if why:
             why_not.append(f"{source.id}: {why}")
             continue
@@ -153,6 +163,30 @@ def candidates(
             )
         )
     return found, why_not
+
+
+def whole_candidate(
+    source: WheelSource, url: str, row: Row, facts: ExtensionFacts, *, name: str, version: str
+) -> Candidate:
+    """A source's wheel of the whole project (TransformerEngine in one wheel) for the package."""
+    return Candidate(
+        source=source.id,
+        trust=source.trust,
+        torch_from=source.torch_from,
+        index_url=index_url(url, row),
+        distribution=facts.whole,
+        reason=(
+            f"{facts.whole} {version} prebuilt for torch {torch_minor(row)}, CUDA {row.torch.cuda} "
+            f"from {source.id}: {replaced(facts, name, row)}"
+        ),
+    )
+
+
+def replaced(facts: ExtensionFacts, name: str, row: Row) -> str:
+    """ "the whole transformer-engine in one wheel, in place of transformer-engine,
+    transformer-engine-cu13, transformer-engine-torch" (the row's packages it replaces)."""
+    names = [*(c for c in facts.companions if c in row.packages), name]
+    return f"the whole {facts.whole} in one wheel, in place of {', '.join(dict.fromkeys(names))}"
 
 
 def torch_minor(row: Row) -> str:

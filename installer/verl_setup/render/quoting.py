@@ -1,6 +1,7 @@
 """The quoting filters, one per kind of place a value lands (a shell word, a Dockerfile
-instruction value, a YAML scalar, a docker env-file line, a comment), and the guard that lets no
-other string reach a rendered file: values come from users, hosts and rows files a team shares."""
+instruction value, a YAML scalar, a TOML string, a docker env-file line, a comment), and the guard
+that lets no other string reach a rendered file: values come from users, hosts and rows files a
+team shares."""
 
 from __future__ import annotations
 
@@ -52,6 +53,18 @@ def yaml(value: object) -> Markup:
     return _quoted(json.dumps(str(value)))
 
 
+def toml(value: object) -> Markup:
+    """A TOML basic string (a value or a quoted key): `"` and `\\` escaped, every control character
+    (tab included) as \\uXXXX; a lone surrogate, which no TOML file can hold, is refused."""
+    text = str(value)
+    if any("\ud800" <= c <= "\udfff" for c in text):
+        raise BadInputError(f"value {one_line(ascii(text))} is not valid Unicode, which TOML cannot carry")
+    escaped = "".join(
+        "\\" + c if c in '"\\' else f"\\u{ord(c):04x}" if c < " " or c == "\x7f" else c for c in text
+    )
+    return _quoted(f'"{escaped}"')
+
+
 def envfile(value: object) -> Markup:
     """docker --env-file takes the rest of the line literally; only a line break cannot pass."""
     text = str(value)
@@ -72,7 +85,7 @@ def verbatim(value: object) -> Markup:
     return _quoted(str(value))
 
 
-FILTERS = {"sh": shell, "docker": docker, "yaml": yaml, "envfile": envfile, "line": line}
+FILTERS = {"sh": shell, "docker": docker, "yaml": yaml, "toml": toml, "envfile": envfile, "line": line}
 
 
 @pass_context
@@ -83,7 +96,7 @@ def guard(context: Any, value: Any) -> Any:
     if not (plain or isinstance(value, (Markup, int, float))):
         raise BadInputError(
             f"value {one_line(repr(value), limit=80)} would reach a rendered file unquoted"
-            " (a template passes it through sh, docker, yaml, envfile or line)"
+            " (a template passes it through sh, docker, yaml, toml, envfile or line)"
         )
     if str(context.name).startswith("Dockerfile") and _CONTROL.search(str(value)):
         raise BadInputError(f"value {one_line(repr(value), limit=80)} would break a Dockerfile line")

@@ -1,8 +1,9 @@
 """Render a Plan into files through the one Jinja environment: scripts, Dockerfile, env, Ray, Slurm,
-KubeRay. Values from users or hosts reach shell and Dockerfiles only through the quoting filters."""
+KubeRay, a uv project. Values from users or hosts reach every file only through the quoting filters."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import tempfile
@@ -16,6 +17,7 @@ from verl_setup.errors import BadInputError
 from verl_setup.plan.recipe import Choice, Recipe, build_recipe
 from verl_setup.plan.select import Plan
 from verl_setup.render import quoting
+from verl_setup.render.uv_project import Project, project
 from verl_setup.render.values import EnvVar, environment, forward_compat, nvidia_require_cuda
 from verl_setup.scripts.import_probe import CHILD as PROBE_CODE
 from verl_setup.util.paths import data_dir
@@ -41,7 +43,14 @@ TARGETS: dict[str, tuple[tuple[str, str, bool], ...]] = {
         ("raycluster.yaml.jinja", "raycluster.yaml", False),
         ("rayjob.yaml.jinja", "rayjob.yaml", False),
     ),
+    # uv.lock comes from `uv lock` on these (render/uv_project.py), in the render command.
+    "uv-project": (
+        ("pyproject.toml.jinja", "pyproject.toml", False),
+        ("python-version.jinja", ".python-version", False),
+    ),
 }
+# `all` renders every target but these, which resolve with uv (network, and seconds to minutes).
+RESOLVING = ("uv-project",)
 UV_VERSION = "0.13.9"  # the uv the rendered scripts install when the machine has none
 CA_FILE = "ca-bundle.crt"
 
@@ -87,7 +96,7 @@ def expand_targets(names: list[str]) -> tuple[str, ...]:
     out: list[str] = []
     for name in names:
         if name == "all":
-            out += [t for t in TARGETS if t not in out]
+            out += [t for t in TARGETS if t not in out and t not in RESOLVING]
         elif name in TARGETS:
             out += [] if name in out else [name]
         else:
@@ -138,6 +147,7 @@ def context(plan: Plan, options: RenderOptions) -> dict[str, Any]:
     env_vars: list[EnvVar] = environment(plan, options.hf_home, options.iface)
     recipe = _recipe(plan, options)
     return {
+        "project": project(plan, recipe) if recipe and "uv-project" in options.targets else None,
         "version": __version__,
         "uv_version": UV_VERSION,
         "uv_row_decides": list(ROW_DECIDES),
@@ -194,7 +204,7 @@ def _left_out_json(plan: Plan, recipe: Recipe | None) -> str:
 
 def _recipe(plan: Plan, options: RenderOptions) -> Recipe | None:
     """The install recipe, for the targets that print it (a build is checked on the target, not here)."""
-    if not {"venv", "docker"} & set(options.targets):
+    if not {"venv", "docker", "uv-project"} & set(options.targets):
         return None
     cuda = plan.row.torch.cuda
     # A rendered script or image builds what no wheel source has (verl's Dockerfiles build
@@ -209,6 +219,13 @@ def _recipe(plan: Plan, options: RenderOptions) -> Recipe | None:
         env=os.environ,
         missing="build",
     )
+
+
+def uv_project_of(plan: Plan, options: RenderOptions) -> Project:
+    """The uv project the uv-project target renders (its left-out packages are warnings)."""
+    recipe = _recipe(plan, dataclasses.replace(options, targets=("uv-project",)))
+    assert recipe is not None  # noqa: S101  # the target always has a recipe
+    return project(plan, recipe)
 
 
 def render(plan: Plan, options: RenderOptions) -> list[RenderedFile]:

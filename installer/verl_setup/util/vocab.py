@@ -21,7 +21,7 @@ POLICIES: tuple[Policy, ...] = get_args(Policy)
 ProofLevel = Literal["resolves", "installs", "imports", "gpu"]
 PROOF_LEVELS: tuple[ProofLevel, ...] = get_args(ProofLevel)
 
-RenderTarget = Literal["venv", "docker", "env", "ray", "slurm", "kuberay"]
+RenderTarget = Literal["venv", "docker", "env", "ray", "slurm", "kuberay", "uv-project"]
 RENDER_TARGETS: tuple[RenderTarget, ...] = get_args(RenderTarget)
 
 HostKindName = Literal["linux", "wsl", "jetson"]

@@ -23,7 +23,7 @@ import os
 import shutil
 import tempfile
 import zipfile
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -167,12 +167,14 @@ def _same_torch(built: str, wanted: str) -> bool:
     return built.partition("+")[0] == wanted.partition("+")[0]
 
 
-def sha256_of(path: Path) -> str:
-    """The hex sha256 of a file."""
+def sha256_of(path: Path, progress: Callable[[int], None] | None = None) -> str:
+    """The hex sha256 of a file (`progress` gets the size of each 1 MiB block read)."""
     digest = hashlib.sha256()
     with path.open("rb") as handle:
         for block in iter(lambda: handle.read(1 << 20), b""):
             digest.update(block)
+            if progress is not None:
+                progress(len(block))
     return digest.hexdigest()
 
 

@@ -66,14 +66,40 @@ if engine != "none":
 for name in ("flashinfer", "flash_attn", "sgl_kernel", "datasets", "ray", "tensordict", "transformers"):
     if exists(name):
         modules.append(name)
+# The bridge this verl builds Megatron models with, from its own engine/megatron.yaml:
+# use_mbridge with vanilla_mbridge False is Megatron-Bridge (verl 0.9's default), True is mbridge
+# (verl 0.8's). None where the file or the keys are missing (an older verl) or use_mbridge is off.
+def default_bridge():
+    import re
+    spec = importlib.util.find_spec("verl")
+    for folder in (spec.submodule_search_locations or []) if spec else []:
+        path = os.path.join(folder, "trainer", "config", "engine", "megatron.yaml")
+        if os.path.isfile(path):
+            text = open(path, encoding="utf-8").read()
+            keys = dict(re.findall(r"(?m)^(use_mbridge|vanilla_mbridge):\s*(\w+)", text))
+            if keys.get("use_mbridge") != "True" or "vanilla_mbridge" not in keys:
+                return None
+            return ("mbridge" if keys["vanilla_mbridge"] == "True" else "megatron.bridge"), (
+                "verl's default bridge (verl/trainer/config/engine/megatron.yaml: vanilla_mbridge: %s)"
+                % keys["vanilla_mbridge"])
+    return None
 # The Megatron backend, where it is installed: what verl's Megatron workers import.
+default = default_bridge() if exists("megatron.core") else None
 if exists("megatron.core"):
-    # The HF <-> Megatron bridges: Megatron-Bridge (verl 0.9's default) and mbridge (verl 0.8's).
-    for name in ("megatron.core", "transformer_engine", "transformer_engine.pytorch", "apex",
-                 "megatron.bridge", "mbridge", "verl.models.mcore.bridge", "verl.models.mcore.mbridge",
-                 "verl.workers.megatron_workers", "verl.workers.engine.megatron",
-                 "verl.utils.megatron_utils"):
+    for name in ("megatron.core", "transformer_engine", "transformer_engine.pytorch", "apex"):
         if exists(name):
+            modules.append(name)
+    # The HF <-> Megatron bridges, verl's default first; the default is probed even when it is
+    # not installed, so a row that lacks it fails here instead of at the first model build.
+    bridges = ["megatron.bridge", "mbridge"]
+    bridges.sort(key=lambda b: b != (default or (None,))[0])
+    modules += [b for b in bridges if exists(b) or (default and b == default[0])]
+    # verl's module of each bridge only where that bridge is installed or is the default: verl
+    # 0.8's verl.models.mcore.bridge imports megatron.bridge, which its default path never loads.
+    for name, bridge in (("verl.models.mcore.bridge", "megatron.bridge"),
+                         ("verl.models.mcore.mbridge", "mbridge"), ("verl.workers.megatron_workers", None),
+                         ("verl.workers.engine.megatron", None), ("verl.utils.megatron_utils", None)):
+        if exists(name) and (bridge is None or bridge in modules):
             modules.append(name)
 # The bridges on the CPU: each reads a tiny Hugging Face config into Megatron's terms, the step
 # where PyPI's mbridge 0.15.1 raises AttributeError on transformers 5 (rope_theta moved into
@@ -100,8 +126,8 @@ def check_mbridge():
             bridge._get_gptmodel_args()["rotary_base"]), (2, 64, base)
 CHECKS = {"megatron.bridge:AutoBridge.from_hf_config": check_megatron_bridge,
           "mbridge:AutoBridge.from_config": check_mbridge}
-for name in CHECKS:
-    if exists(name.split(":")[0]) and name.split(":")[0] in modules:
+for name in sorted(CHECKS, key=lambda n: n.split(":")[0] != (default or (None,))[0]):
+    if name.split(":")[0] in modules and exists(name.split(":")[0]):
         modules.append(name)
 # What was left out on purpose is named too, so the report says so instead of staying silent.
 modules += [name for name in left_out if name not in modules]
@@ -112,6 +138,10 @@ except Exception:
     owners = {}
 failed = False
 def check(name):
+    if default and name == default[0] and not exists(name):
+        raise ModuleNotFoundError("%s is %s, and it is not installed" % (name, default[1]), name=name)
+    if name not in CHECKS:
+        return importlib.import_module(name)
     got, want = CHECKS[name]()
     if got != want:
         raise AssertionError("read %r from a tiny Qwen2 config, expected %r" % (got, want))
@@ -159,7 +189,7 @@ def attempt(name, action):
     else:
         sys.stdout.write(json.dumps(out) + "\n"); sys.stdout.flush()
 for name in modules:
-    attempt(name, lambda name=name: check(name) if name in CHECKS else importlib.import_module(name))
+    attempt(name, lambda name=name: check(name))
 # verl's patches of the engine import it inside functions, so importing them passes whatever the
 # engine has: each unguarded `from ENGINE.X import NAME` in them is checked against the installed
 # engine's source, statically (no engine import, so no GPU needed): verl 0.9.1's QAT and NVFP4
