@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: run test lint golden bench prove fuzz clean
+.PHONY: run test lint golden completion bench prove fuzz clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -44,6 +44,11 @@ prove: $(STAMP)
 
 golden: $(STAMP)
 	VERL_SETUP_REGEN_GOLDEN=1 $(BIN)/python -m pytest tests/unit/test_render.py -q -k golden
+
+# The shell completion scripts, from the parser, into the package (committed; a test compares them
+# with what the parser gives now, so run this after changing a command or a flag).
+completion: $(STAMP)
+	$(BIN)/python -c 'from verl_setup.cli import build_parser; from verl_setup.commands.completion_write import write_all; write_all(build_parser())'
 
 bench: $(STAMP)
 	$(BIN)/python bench/startup.py

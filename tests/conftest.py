@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from tests.contract import valid
 from verl_setup.cli import main
 from verl_setup.host.facts import Container, Gpu, HostFacts, NvidiaDriver, OsFacts
 
@@ -68,9 +69,8 @@ class CliResult:
 
 
 def json_data(stdout: str) -> dict[str, Any]:
-    """The `data` of a --json envelope (output.py): what each command documents."""
-    doc = json.loads(stdout)
-    assert doc["schema"] == 2, doc
+    """The `data` of a --json envelope (output.py), validated against its published schema."""
+    doc = valid(json.loads(stdout))
     assert isinstance(doc["data"], dict), doc
     return dict(doc["data"])
 

@@ -33,10 +33,13 @@ SUBCOMMANDS = {
     "verify": ("verify", "does an environment (or every Ray node) match its lock or row?"),
     "wheelhouse": ("wheelhouse", "build a row's torch extensions once into a shared PEP 503 folder"),
     "doctor": ("doctor", "the silent traps (Python, CUDA, Ray, HF cache, GPU memory, launch)"),
-    "completion": ("completion", "a shell completion script (bash, zsh, fish) from this parser"),
+    "completion": ("completion", "a shell completion script (bash, zsh, fish), written from this parser"),
     "diagnose": ("diagnose", "after a failed run: read its logs, name the first cause and a remedy"),
     "report": ("report", "one Markdown block for a bug report: host, row, verify, doctor, diagnose"),
 }
+
+# The commands with subcommands of their own: their envelopes name both words ("matrix check").
+NESTED = ("matrix", "docker", "wheelhouse")
 
 EPILOG = """\
 exit codes: 0 ok, 1 unexpected error, 2 bad input (a flag, file or variable), 3 no matrix row
@@ -45,10 +48,13 @@ envelope {schema, command, ok, error, data} on failure too (schemas in verl_setu
 
 environment: VERL_SETUP_DRIVER, _GPU, _SM, _GPU_COUNT, _NO_GPU, _PYTHON, _VERL, _ENGINE,
 _BACKEND, _POLICY, _ARCH, _GLIBC, _HOST, _MATRIX (below flags, above a team config, a host file
-and detection); UV_CUDA_DRIVER_VERSION and CONDA_OVERRIDE_CUDA override the detected driver;
+and detection); VERL_SETUP_WHEEL_SOURCES (as --wheel-source, comma-separated);
+UV_CUDA_DRIVER_VERSION and CONDA_OVERRIDE_CUDA override the detected driver;
+VERL_SETUP_CACHE_DIR holds the parsed matrix (else $XDG_CACHE_HOME/verl-setup, ~/.cache/...);
 VERL_SETUP_DEBUG=1 shows tracebacks; `matrix prove` and `matrix check` skip the rows whose torch
 is on an extra index unless VERL_SETUP_PROVE_EXTRA_INDEXES=1 (it is not tested whether that
-index can be reached). uv reads its own UV_* settings, except those that would re-resolve a row
+index can be reached), and `matrix prove` leaves a row's git sources out unless
+VERL_SETUP_PROVE_GIT=1. uv reads its own UV_* settings, except those that would re-resolve a row
 (UV_TORCH_BACKEND, UV_EXTRA_INDEX_URL, ...), which are dropped with a warning."""
 
 
@@ -98,7 +104,6 @@ def build_parser(only: Collection[str] | None = None) -> argparse.ArgumentParser
 
     parser = Parser(prog="verl-setup", description=DESCRIPTION, epilog=EPILOG)
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
-    parser.set_defaults(whole_parser=build_parser)  # for `completion`, which writes it out
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for name, (module, text) in SUBCOMMANDS.items():
         p = sub.add_parser(name, help=text, epilog=EPILOG)
@@ -241,7 +246,7 @@ def json_command(argv: Sequence[str]) -> str | None:
     words = list(argv[: argv.index("--")] if "--" in argv else argv)
     if "--json" not in words or not words or words[0] not in SUBCOMMANDS:
         return None
-    nested = words[0] in ("matrix", "docker") and len(words) > 1 and not words[1].startswith("-")
+    nested = words[0] in NESTED and len(words) > 1 and not words[1].startswith("-")
     return f"{words[0]} {words[1]}" if nested else words[0]
 
 

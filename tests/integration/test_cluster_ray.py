@@ -25,7 +25,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import run_cli
+from tests.conftest import json_data, run_cli
 from tests.integration.cluster_env import Cluster, cached_venv, start_cluster, stop_cluster
 from tests.integration.test_doctor_ray import _procs, hard_limit
 from tests.unit.test_detect import fake_smi
@@ -60,7 +60,11 @@ def cluster() -> Iterator[Cluster]:
     LOCAL.mkdir(exist_ok=True)
     fake_smi(root / "bin", xml="smi-q-x-535.54.03-a100-sxm4-mig.xml", csv=None)
     # Ray's raylet waits 10 s for its agents' port files by default; a loaded CI machine needs more.
-    both = {"UV_PYTHON_DOWNLOADS": "never", "RAY_raylet_start_wait_time_s": "120"}
+    # Each node's folder is a bind mount, and a hardlink out of uv's cache across a mount fails
+    # (EXDEV): uv then copied the cpu row's ~5 GB on every install (three here), which filled this
+    # machine's disk. A real node hardlinks from its own cache; a symlink into the one cache here
+    # costs no disk either.
+    both = {"UV_PYTHON_DOWNLOADS": "never", "RAY_raylet_start_wait_time_s": "120", "UV_LINK_MODE": "symlink"}
     odd = {
         **both,
         "PATH": f"{root / 'bin'}{os.pathsep}{venv / 'bin'}{os.pathsep}/usr/bin:/bin",
@@ -110,12 +114,13 @@ def test_detect_gives_both_nodes_and_plan_names_the_odd_one(cluster: Cluster, cl
     with hard_limit(150):
         result = run_cli(
             "detect", "--ray", cluster.address, "--python", str(cluster.venv / "bin/python"),
-            "--out", str(path), "--timeout", "120",
+            "--out", str(path), "--timeout", "120", "--json",
         )  # fmt: skip
     print(result.err)
     assert result.code == 0, result.err
     assert "2 node(s) answered through ray (py_modules), 0 missing" in result.err
     data = json.loads(path.read_text())
+    assert json_data(result.out) == data  # --json: the envelope on stdout, its data the file
     assert data["kind"] == "verl-setup-cluster"
     assert data["gathered"]["how"] == "ray"
     assert data["gathered"]["tool"] == "py_modules"
@@ -171,7 +176,7 @@ def test_install_on_node_local_prefixes_then_verify_passes_on_both(
         )  # fmt: skip
     print(result.stderr)
     assert result.returncode == 0, result.stderr[-3000:]
-    data = json.loads(result.stdout)["data"]
+    data = json_data(result.stdout)
     assert data["row"] == "cpu"
     assert data["filesystem"]["shared"] is False  # each node has its own folder at LOCAL
     assert len(data["filesystem"]["unseen"]) == 1  # the worker did not see the head's marker

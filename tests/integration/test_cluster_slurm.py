@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import run_cli
+from tests.conftest import json_data, run_cli
 
 pytestmark = [pytest.mark.slow, pytest.mark.serial]
 
@@ -111,11 +111,13 @@ def test_detect_through_srun_inside_salloc_gives_the_cluster_file(
 ) -> None:
     out = tmp_path / "cluster.json"
     argv = ["salloc", "-N1", "--ntasks-per-node=1", VERL_SETUP, "detect", "--slurm", "--out", str(out)]
+    argv.append("--json")  # the envelope on stdout, its data the file written
     result = subprocess.run(argv, env=slurm, capture_output=True, text=True, timeout=120, check=False)
     print(result.stderr)
     assert result.returncode == 0, result.stderr
     assert "1 node(s) answered through slurm (srun), 0 missing" in result.stderr
     data = json.loads(out.read_text())
+    assert json_data(result.stdout) == data
     assert (data["schema"], data["kind"]) == (1, "verl-setup-cluster")
     assert data["gathered"]["how"] == "slurm"
     assert data["gathered"]["tool"] == "srun"
@@ -128,7 +130,7 @@ def test_detect_through_srun_inside_salloc_gives_the_cluster_file(
     assert data["missing"] == {}
     plan = run_cli("plan", "--cluster", str(out), "--json")
     assert plan.code == 0, plan.err
-    assert list(json.loads(plan.out)["data"]["cluster"]["nodes"]) == [name]
+    assert list(json_data(plan.out)["cluster"]["nodes"]) == [name]
 
 
 def test_detect_inside_an_sbatch_job_gives_the_same_shape(slurm: dict[str, str], tmp_path: Path) -> None:

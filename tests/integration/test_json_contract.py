@@ -8,21 +8,12 @@ import json
 from pathlib import Path
 from typing import Any
 
-import jsonschema
 import pytest
 
+from tests.contract import valid
 from tests.integration.test_install import TINY_MATRIX, cli, tiny_env
-from verl_setup.output import schema_path
 
 pytestmark = [pytest.mark.network]
-
-
-def valid(doc: dict[str, Any]) -> dict[str, Any]:
-    """The envelope checked against envelope.json and its data against the command's schema."""
-    jsonschema.validate(doc, json.loads(schema_path("envelope").read_text()))
-    if doc["data"] is not None:
-        jsonschema.validate(doc["data"], json.loads(schema_path(doc["command"]).read_text()))
-    return doc
 
 
 def envelope_of(*argv: str, code: int = 0, env: dict[str, str] | None = None) -> dict[str, Any]:

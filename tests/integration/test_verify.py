@@ -228,9 +228,10 @@ def cluster() -> Iterator[Cluster]:
         c.stop()
 
 
-def verify_ray(timeout: float = 90) -> subprocess.CompletedProcess[str]:
+def verify_ray(*more: str, timeout: float = 90) -> subprocess.CompletedProcess[str]:
     return cli(
-        "verify", "--ray", ADDRESS, "--python", sys.executable, "--timeout", str(timeout), "--no-import",
+        "verify", "--ray", ADDRESS, "--python", sys.executable, "--timeout", str(timeout),
+        "--no-import", *more,
         env=ray_env(), timeout=timeout + 60,
     )  # fmt: skip
 
@@ -256,6 +257,9 @@ def test_cluster_verify_reports_a_node_whose_packages_differ(cluster: Cluster) -
     alone = verify_ray()
     assert alone.returncode == 0, alone.stdout + alone.stderr
     assert "1 alive nodes" in alone.stdout
+    alone_json = verify_ray("--json")
+    assert alone_json.returncode == 0, alone_json.stderr
+    assert json_data(alone_json.stdout)["ok"] is True
 
     cluster.start([str(venv_b / "bin" / "python"), "-c", JOIN_ON_LOOPBACK, "start", "--address", ADDRESS,
                    "--node-ip-address", "127.0.0.1", *flags(WORKER_PORTS)])  # fmt: skip
@@ -273,3 +277,9 @@ def test_cluster_verify_reports_a_node_whose_packages_differ(cluster: Cluster) -
     last = result.stderr.splitlines()[-1]
     assert last.startswith(f"verl-setup: error: Ray cluster at {ADDRESS}: 1 of 2 nodes differ: node ")
     assert "changed idna" in last
+    # --json: the same verdict as the envelope, whose data validates against verify.json.
+    as_json = verify_ray("--json")
+    assert as_json.returncode == 5, as_json.stderr
+    report = json_data(as_json.stdout)
+    assert (report["ok"], len(report["nodes"])) == (False, 2)
+    assert sum(1 for n in report["nodes"] if n["findings"]) == 1

@@ -24,6 +24,7 @@ from typing import Any
 
 import pytest
 
+from tests.conftest import json_data
 from tests.integration.torch_ext import CACHE, HEAVY_LOCK, fresh_env, install_wheel, torch_env
 from verl_setup.environment.abi import check_environment
 from verl_setup.util.elf import SharedObject
@@ -86,7 +87,7 @@ def house(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, Any
     assert done.returncode == 0, done.stderr[-4000:]
     shutil.rmtree(cached, ignore_errors=True)
     shutil.copytree(out, cached)
-    return cached, json.loads(done.stdout)["data"]
+    return cached, json_data(done.stdout)
 
 
 def test_the_build_compiles_a_cuda_extension_with_pypi_nvcc_into_a_pep503_folder(
@@ -126,7 +127,7 @@ def test_a_second_run_builds_nothing(house: tuple[Path, dict[str, Any] | None], 
     shutil.copytree(root, again)
     done = build(again, tmp_path / "no-such-source.tar.gz", heavy=False)  # the source is not even read
     assert done.returncode == 0, done.stderr
-    (kept,) = json.loads(done.stdout)["data"]["wheels"]
+    (kept,) = json_data(done.stdout)["wheels"]
     assert kept["status"] == "present"
     assert "in the wheelhouse" in done.stderr
     assert [e.wheel.name for e in Wheelhouse(again).entries(verify=True)] == [WHEEL]

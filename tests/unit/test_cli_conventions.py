@@ -4,11 +4,15 @@ in --help, a terminal's status line ended before the prompt."""
 from __future__ import annotations
 
 import io
+import json
+import re
+from pathlib import Path
 
 import pytest
 
+import verl_setup
 from tests.conftest import run_cli
-from verl_setup.cli import json_command, parse
+from verl_setup.cli import EPILOG, json_command, parse
 from verl_setup.output import Progress, end_status_lines
 
 
@@ -61,6 +65,20 @@ def test_help_names_the_exit_codes_and_the_variables() -> None:
         assert "UV_CUDA_DRIVER_VERSION" in result.out
 
 
+def test_every_variable_the_package_reads_is_in_the_epilog() -> None:
+    """Each VERL_SETUP_* name in the package's code is documented in --help (the plan facts as the
+    list's `_SUFFIX` spellings); VERL_SETUP_RESULT is a marker in a Ray task's output, not a setting."""
+    package = Path(verl_setup.__file__).parent
+    read = {
+        m for p in package.rglob("*.py") for m in re.findall(r"VERL_SETUP_[A-Z0-9_]*[A-Z0-9]", p.read_text())
+    }
+    words = set(re.findall(r"[A-Z0-9_]+", EPILOG))
+    documented = {w for w in words if w.startswith("VERL_SETUP_")} | {
+        f"VERL_SETUP{w}" for w in words if w[0] == "_"
+    }
+    assert read - documented - {"VERL_SETUP_RESULT", "VERL_SETUP_PROVE"} == set()
+
+
 def test_the_last_status_line_is_ended_on_a_terminal() -> None:
     tty = Tty()
     progress = Progress(stream=tty)
@@ -79,3 +97,53 @@ def test_the_json_command_name_is_read_from_the_command_line() -> None:
     assert json_command(["plan", "-q", "--json"]) == "plan"
     assert json_command(["plan"]) is None
     assert json_command(["doctor", "--", "python", "--json"]) is None  # the launch command's flag
+
+
+def test_quiet_drops_the_cluster_summary_and_keeps_a_missing_nodes_warning(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    from dataclasses import replace  # noqa: PLC0415
+
+    from tests.conftest import FIXTURES  # noqa: PLC0415
+    from verl_setup.commands.detect_cluster import write  # noqa: PLC0415
+    from verl_setup.host.cluster_file import MissingNode, load_cluster  # noqa: PLC0415
+
+    cluster = replace(
+        load_cluster(FIXTURES / "cluster" / "nodes-64.json"),
+        missing=(MissingNode(name="n9", ip="10.0.0.9", reason="raylet died"),),
+    )
+    for quiet in (False, True):
+        write(cluster, None, io.StringIO(), quiet=quiet)
+        err = capsys.readouterr().err.splitlines()
+        assert err[-1] == "verl-setup: warning: node n9 (10.0.0.9) gave no facts: raylet died"
+        assert len(err) == (1 if quiet else 2)
+
+
+def test_quiet_install_on_a_cluster_keeps_each_nodes_finished_line_off_the_terminal(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The Ray driver's per-node lines are passed through live (stream) unless -q (run captures)."""
+    import types  # noqa: PLC0415
+
+    from verl_setup.environment import ray_tasks  # noqa: PLC0415
+    from verl_setup.environment.cluster_install import install_on_nodes  # noqa: PLC0415
+
+    answer = {"nodes": [{"node_id": "n1", "ip": "10.0.0.1", "probe": None, "error": "gone"}], "dead": []}
+    calls: list[str] = []
+
+    def driver(how: str) -> object:
+        def call(*_args: object, **_kwargs: object) -> object:
+            calls.append(how)
+            return types.SimpleNamespace(stdout=ray_tasks.RESULT_MARK + json.dumps(answer), stderr="")
+
+        return call
+
+    monkeypatch.setattr(ray_tasks, "stream", driver("live"))
+    monkeypatch.setattr(ray_tasks, "run", driver("captured"))
+    for live in (True, False):
+        (result,) = install_on_nodes(
+            Path("/py"), "127.0.0.1:1", ["install"], only=(), env={}, timeout=5,
+            reach="installed", runtime_env=None, live=live,
+        )  # fmt: skip
+        assert result.error == "gone"
+    assert calls == ["live", "captured"]

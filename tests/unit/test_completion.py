@@ -11,7 +11,8 @@ import pytest
 
 from tests.conftest import run_cli
 from verl_setup.cli import build_parser
-from verl_setup.commands.completion import walk
+from verl_setup.commands.completion import FOLDER
+from verl_setup.commands.completion_write import script_path, scripts, walk, write_all
 
 
 def script(shell: str, tmp_path: Path) -> Path:
@@ -29,6 +30,25 @@ def shell_or_skip(name: str) -> str:
             pytest.fail(f"{name} is not installed (.ci/run installs it)")
         pytest.skip(f"{name} is not installed (apt-get install {name})")
     return found
+
+
+def test_the_committed_scripts_are_what_the_parser_gives_now() -> None:
+    """Written at build time (`make completion`): a new command or flag needs them written again."""
+    for shell, text in scripts(build_parser()).items():
+        assert script_path(shell).read_text() == text, f"{script_path(shell)} is stale: run `make completion`"
+    assert sorted(p.name for p in FOLDER.iterdir()) == [
+        "verl-setup.bash",
+        "verl-setup.fish",
+        "verl-setup.zsh",
+    ]
+
+
+def test_completion_prints_the_committed_file_without_building_every_command(tmp_path: Path) -> None:
+    written = write_all(build_parser(), tmp_path)  # what `make completion` does, here into tmp_path
+    assert [p.read_text() for p in written] == [script_path(s).read_text() for s in ("bash", "zsh", "fish")]
+    parser = build_parser(("completion",))  # as `verl-setup completion` parses: one command's flags
+    assert scripts(parser)["bash"] != script_path("bash").read_text()  # which could not write it
+    assert run_cli("completion", "bash").out == script_path("bash").read_text()
 
 
 def test_every_flag_of_every_command_is_offered(tmp_path: Path) -> None:

@@ -1,18 +1,16 @@
-"""`verl-setup completion bash|zsh|fish`: a static completion script written from the parser itself
-(every command, flag and closed choice), so pressing TAB runs no Python and costs no start-up."""
+"""`verl-setup completion bash|zsh|fish`: print the completion script written at build time from the
+parser (commands/completion_write.py, `make completion`), so it costs no parser and TAB runs no
+Python."""
 
 from __future__ import annotations
 
 import argparse
-import shlex
 from collections.abc import Mapping
-from dataclasses import dataclass
+from pathlib import Path
 from typing import TextIO
 
-from verl_setup.util.vocab import CHECK_IDS, RENDER_TARGETS
-
 SHELLS = ("bash", "zsh", "fish")
-PROG = "verl-setup"
+FOLDER = Path(__file__).resolve().parent.parent / "completions"
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -23,107 +21,5 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace, env: Mapping[str, str], out: TextIO) -> int:  # noqa: ARG001  # every command's signature
     """Print the script; `eval "$(verl-setup completion bash)"` or save it where the shell looks."""
-    words = walk(args.whole_parser())  # cli.build_parser: every command's flags
-    out.write(fish(words) if args.shell == "fish" else bash(words, zsh=args.shell == "zsh"))
+    out.write((FOLDER / f"verl-setup.{args.shell}").read_text(encoding="utf-8"))
     return 0
-
-
-@dataclass(frozen=True)
-class Words:
-    """What can follow each command path ("" is the top level, "matrix check" a nested one)."""
-
-    commands: dict[str, list[str]]  # path -> its subcommands
-    options: dict[str, list[str]]  # path -> its option strings
-    choices: dict[str, list[str]]  # option or "path:positional" -> its closed choices
-
-
-def walk(parser: argparse.ArgumentParser) -> Words:
-    """Every command path of the parser with its subcommands, options and choices."""
-    words = Words(commands={}, options={}, choices={})
-
-    def visit(p: argparse.ArgumentParser, path: str) -> None:
-        words.options[path] = [s for a in p._actions for s in a.option_strings]  # no public walk
-        for action in p._actions:
-            if isinstance(action, argparse._SubParsersAction):
-                words.commands[path] = list(action.choices)
-                for name, child in action.choices.items():
-                    visit(child, f"{path} {name}".strip())
-            elif action.choices and action.option_strings:
-                for option in action.option_strings:
-                    words.choices[option] = [str(c) for c in action.choices]
-            elif action.choices:
-                words.choices[f"{path}:positional"] = [str(c) for c in action.choices]
-        if path == "render":  # checked by hand, not by argparse: several targets, plus "all"
-            words.choices["render:positional"] = [*RENDER_TARGETS, "all"]
-        if path == "doctor":
-            words.choices["--check"] = list(CHECK_IDS)
-
-    visit(parser, "")
-    return words
-
-
-def bash(words: Words, *, zsh: bool) -> str:
-    """A bash completion function (zsh loads it through bashcompinit)."""
-    nested = " ".join(p for p in words.commands if p)
-    cases = []
-    for path, options in words.options.items():
-        offer = [*words.commands.get(path, []), *words.choices.get(f"{path}:positional", []), *options]
-        cases.append(f"    {shlex.quote(path)}) opts={shlex.quote(' '.join(offer))} ;;")
-    values = [
-        f"    {opt}) opts={shlex.quote(' '.join(c))} ;;" for opt, c in words.choices.items() if ":" not in opt
-    ]
-    head = "autoload -U +X bashcompinit && bashcompinit\n" if zsh else ""
-    shell = "zsh" if zsh else "bash"
-    return f"""{head}# {PROG} completion for {shell}, written by `{PROG} completion` from its parser.
-_verl_setup() {{
-  local cur=${{COMP_WORDS[COMP_CWORD]}} prev=${{COMP_WORDS[COMP_CWORD-1]}} path="" word i opts=""
-  for ((i = 1; i < COMP_CWORD; i++)); do
-    word=${{COMP_WORDS[i]}}
-    [[ $word == -* ]] && continue
-    if [[ -z $path ]]; then path=$word
-    elif [[ " {nested} " == *" $path "* ]]; then path="$path $word"
-    fi
-  done
-  case "$prev" in
-{chr(10).join(values)}
-  esac
-  if [[ -z $opts ]]; then
-    case "$path" in
-{chr(10).join(cases)}
-    esac
-  fi
-  mapfile -t COMPREPLY < <(compgen -W "$opts" -- "$cur")
-}}
-complete -o default -F _verl_setup {PROG}
-"""
-
-
-def fish(words: Words) -> str:
-    """fish `complete` lines: subcommands by position, each command's flags and choices."""
-    lines = [
-        f"# {PROG} completion for fish, written by `{PROG} completion` from its parser.",
-        f"complete -c {PROG} -f",
-    ]
-    for path, subs in words.commands.items():
-        seen = " ".join(path.split())
-        condition = (
-            "__fish_use_subcommand"
-            if not path
-            else f"__fish_seen_subcommand_from {seen}; and not __fish_seen_subcommand_from {' '.join(subs)}"
-        )
-        lines.append(f"complete -c {PROG} -n {shlex.quote(condition)} -a {shlex.quote(' '.join(subs))}")
-    for path, options in words.options.items():
-        if not path or path in words.commands:
-            continue
-        condition = f"__fish_seen_subcommand_from {path.split()[-1]}"
-        positional = words.choices.get(f"{path}:positional")
-        if positional:
-            lines.append(
-                f"complete -c {PROG} -n {shlex.quote(condition)} -a {shlex.quote(' '.join(positional))}"
-            )
-        for option in options:
-            flag = f"-l {option[2:]}" if option.startswith("--") else f"-s {option[1:]}"
-            choices = words.choices.get(option)
-            values = f" -x -a {shlex.quote(' '.join(choices))}" if choices else ""
-            lines.append(f"complete -c {PROG} -n {shlex.quote(condition)} {flag}{values}")
-    return "\n".join(lines) + "\n"

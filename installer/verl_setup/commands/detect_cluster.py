@@ -1,8 +1,10 @@
-"""`detect --ray ADDRESS` / `detect --slurm`: every node's facts as a cluster file (stdout or --out)."""
+"""`detect --ray ADDRESS` / `detect --slurm`: every node's facts as a cluster file (stdout or --out;
+with --json, stdout is the envelope whose data is the cluster file, which --cluster reads too)."""
 
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from collections.abc import Mapping
 from pathlib import Path
@@ -13,6 +15,7 @@ from verl_setup.environment.cluster_slurm import detect_slurm
 from verl_setup.environment.verify import target_python
 from verl_setup.errors import BadInputError
 from verl_setup.host.cluster_file import Cluster
+from verl_setup.output import envelope
 
 
 def run(args: argparse.Namespace, env: Mapping[str, str], out: TextIO) -> int:
@@ -22,7 +25,7 @@ def run(args: argparse.Namespace, env: Mapping[str, str], out: TextIO) -> int:
     if args.slurm and args.ray is not None:
         raise BadInputError("--ray and --slurm: gather through one of them")
     if args.slurm:
-        write(detect_slurm(env, timeout=args.timeout), args.out, out)
+        write(detect_slurm(env, timeout=args.timeout), args.out, out, as_json=args.json, quiet=args.quiet)
         return 0
     python = target_python(args.prefix, args.python, env)
     rendered = load_runtime_env(args.runtime_env) if args.runtime_env else None
@@ -34,23 +37,30 @@ def run(args: argparse.Namespace, env: Mapping[str, str], out: TextIO) -> int:
         env=env,
         rendered=rendered,
     )
-    write(cluster, args.out, out)
+    write(cluster, args.out, out, as_json=args.json, quiet=args.quiet)
     return 0
 
 
-def write(cluster: Cluster, path: Path | None, out: TextIO) -> None:
-    """The cluster file to `path` (written whole, then renamed) or `out`; the summary to stderr."""
+def write(
+    cluster: Cluster, path: Path | None, out: TextIO, *, as_json: bool = False, quiet: bool = False
+) -> None:
+    """The cluster file to `path` (written whole, then renamed) or `out` (as the envelope's data
+    with --json, written to stdout even with --out); the summary to stderr (not under -q; a
+    missing node's warning always)."""
     text = cluster.to_json()
-    if path is None:
-        out.write(text)
-    else:
+    if path is not None:
         part = path.with_name(f".{path.name}.part")
         part.write_text(text, encoding="utf-8")
         part.replace(path)
-    sys.stderr.write(
-        f"verl-setup: {len(cluster.nodes)} node(s) answered through {cluster.how}"
-        f"{f' ({cluster.tool})' if cluster.tool else ''}, {len(cluster.missing)} missing\n"
-    )
+    if as_json:
+        out.write(envelope("detect", json.loads(text)))
+    elif path is None:
+        out.write(text)
+    if not quiet:
+        sys.stderr.write(
+            f"verl-setup: {len(cluster.nodes)} node(s) answered through {cluster.how}"
+            f"{f' ({cluster.tool})' if cluster.tool else ''}, {len(cluster.missing)} missing\n"
+        )
     for m in cluster.missing:
         sys.stderr.write(
             f"verl-setup: warning: node {m.name} ({m.ip or 'no address'}) gave no facts: {m.reason}\n"

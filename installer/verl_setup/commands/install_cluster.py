@@ -67,6 +67,7 @@ def run(args: argparse.Namespace, env: Mapping[str, str], out: TextIO) -> int:
             timeout=args.timeout,
             reach=reach,
             runtime_env=runtime_env,
+            live=not args.quiet,
         )
         for r in results:
             progress.say(
@@ -90,6 +91,7 @@ def run(args: argparse.Namespace, env: Mapping[str, str], out: TextIO) -> int:
                 timeout=600,
                 reach=reach,
                 runtime_env=runtime_env,
+                live=not args.quiet,
             )
             for r in checked:
                 progress.say(f"node {r.label}: " + ("verified" if r.ok else f"verify failed: {r.error}"))

@@ -162,8 +162,10 @@ def install_on_nodes(
     timeout: float,
     reach: Reach,
     runtime_env: Mapping[str, Any] | None,
+    live: bool = True,
 ) -> list[NodeResult]:
-    """`verl-setup install ARGV` pinned to each node in `only` (all alive nodes when empty), in parallel."""
+    """`verl-setup install ARGV` pinned to each node in `only` (all alive nodes when empty), in parallel;
+    `live`: each node's "finished" line as it comes (not under -q)."""
     answers = run_on_every_node(
         python,
         address,
@@ -175,7 +177,7 @@ def install_on_nodes(
         runtime_env=runtime_env,
         args=(reach, list(argv)),
         only=only,
-        live=True,
+        live=live,
     )
     results = []
     for n in answers.nodes:

@@ -102,6 +102,8 @@ def load_cluster(path: Path) -> Cluster:
 def cluster_from_data(data: object, where: str, *, path: Path | None = None) -> Cluster:
     """A parsed cluster file as a Cluster (every node's facts built as a host file's are)."""
     shown = repr(one_line(where))
+    if isinstance(data, dict) and data.get("command") == "detect" and isinstance(data.get("data"), dict):
+        data = data["data"]  # `detect --ray --json` as printed (the envelope); the bare file also works
     if not isinstance(data, dict) or data.get("kind") != KIND:
         raise BadInputError(
             f"cluster file {shown}: not a cluster file (make it with `verl-setup detect --ray ADDRESS` "
