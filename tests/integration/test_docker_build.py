@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import json_data, run_cli
+from tests.contract import valid
 from tests.integration.docker_engine import base_image, start_dockerd, unavailable
-from tests.integration.test_json_contract import valid
 from verl_setup.environment.builder import choose
 from verl_setup.matrix.load import default_matrix_path, load_matrix
 

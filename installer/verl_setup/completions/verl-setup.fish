@@ -107,7 +107,7 @@ complete -c verl-setup -n '__fish_seen_subcommand_from propose' -l verbose
 complete -c verl-setup -n '__fish_seen_subcommand_from propose' -s q
 complete -c verl-setup -n '__fish_seen_subcommand_from propose' -l quiet
 complete -c verl-setup -n '__fish_seen_subcommand_from propose' -l no-config
-complete -c verl-setup -n '__fish_seen_subcommand_from render' -a 'venv docker env ray slurm kuberay uv-project all'
+complete -c verl-setup -n '__fish_seen_subcommand_from render' -a 'venv docker apptainer env ray slurm kuberay uv-project all'
 complete -c verl-setup -n '__fish_seen_subcommand_from render' -s h
 complete -c verl-setup -n '__fish_seen_subcommand_from render' -l help
 complete -c verl-setup -n '__fish_seen_subcommand_from render' -l out
@@ -118,6 +118,7 @@ complete -c verl-setup -n '__fish_seen_subcommand_from render' -l cluster
 complete -c verl-setup -n '__fish_seen_subcommand_from render' -l base-image
 complete -c verl-setup -n '__fish_seen_subcommand_from render' -l buildkit
 complete -c verl-setup -n '__fish_seen_subcommand_from render' -l ca-bundle
+complete -c verl-setup -n '__fish_seen_subcommand_from render' -l container
 complete -c verl-setup -n '__fish_seen_subcommand_from render' -l hf-home
 complete -c verl-setup -n '__fish_seen_subcommand_from render' -l iface
 complete -c verl-setup -n '__fish_seen_subcommand_from render' -l image
@@ -159,11 +160,13 @@ complete -c verl-setup -n '__fish_seen_subcommand_from build' -l out
 complete -c verl-setup -n '__fish_seen_subcommand_from build' -l push
 complete -c verl-setup -n '__fish_seen_subcommand_from build' -l force
 complete -c verl-setup -n '__fish_seen_subcommand_from build' -l network
+complete -c verl-setup -n '__fish_seen_subcommand_from build' -l builder -x -a 'auto buildx buildkit legacy'
 complete -c verl-setup -n '__fish_seen_subcommand_from build' -l print-context
 complete -c verl-setup -n '__fish_seen_subcommand_from build' -l json
 complete -c verl-setup -n '__fish_seen_subcommand_from build' -l base-image
 complete -c verl-setup -n '__fish_seen_subcommand_from build' -l buildkit
 complete -c verl-setup -n '__fish_seen_subcommand_from build' -l ca-bundle
+complete -c verl-setup -n '__fish_seen_subcommand_from build' -l container
 complete -c verl-setup -n '__fish_seen_subcommand_from build' -l hf-home
 complete -c verl-setup -n '__fish_seen_subcommand_from build' -l iface
 complete -c verl-setup -n '__fish_seen_subcommand_from build' -l image

@@ -13,6 +13,7 @@ _verl_setup() {
     --engine) opts='vllm sglang none' ;;
     --backend) opts='fsdp megatron' ;;
     --policy) opts='compat strict forward' ;;
+    --builder) opts='auto buildx buildkit legacy' ;;
     --format) opts='requirements pylock' ;;
     --nvcc) opts='auto host pypi' ;;
     --check) opts='python cuda ray collective hf-cache gpu-memory memory engine-env launch' ;;
@@ -29,9 +30,9 @@ _verl_setup() {
     'matrix prove') opts='-h --help --matrix --json --no-record -v --verbose -q --quiet --no-config' ;;
     'matrix check') opts='-h --help --matrix --json --record -v --verbose -q --quiet --no-config' ;;
     'matrix propose') opts='-h --help --since --out --matrix --json -v --verbose -q --quiet --no-config' ;;
-    render) opts='venv docker env ray slurm kuberay uv-project all -h --help --out --dry-run --force --json --cluster --base-image --buildkit --ca-bundle --hf-home --iface --image --job --nodes --head-ip --ray-port --dashboard-port --venv --namespace --build --build-flash-attn --wheel-source --without --host --driver --gpu --sm --gpu-count --no-gpu --arch --glibc --python --verl --engine --backend --policy --row --matrix -v --verbose -q --quiet --no-config' ;;
+    render) opts='venv docker apptainer env ray slurm kuberay uv-project all -h --help --out --dry-run --force --json --cluster --base-image --buildkit --ca-bundle --container --hf-home --iface --image --job --nodes --head-ip --ray-port --dashboard-port --venv --namespace --build --build-flash-attn --wheel-source --without --host --driver --gpu --sm --gpu-count --no-gpu --arch --glibc --python --verl --engine --backend --policy --row --matrix -v --verbose -q --quiet --no-config' ;;
     docker) opts='build -h --help' ;;
-    'docker build') opts='-h --help --tag --out --push --force --network --print-context --json --base-image --buildkit --ca-bundle --hf-home --iface --image --job --nodes --head-ip --ray-port --dashboard-port --venv --namespace --build --build-flash-attn --wheel-source --without --host --driver --gpu --sm --gpu-count --no-gpu --arch --glibc --python --verl --engine --backend --policy --row --matrix -v --verbose -q --quiet --no-config' ;;
+    'docker build') opts='-h --help --tag --out --push --force --network --builder --print-context --json --base-image --buildkit --ca-bundle --container --hf-home --iface --image --job --nodes --head-ip --ray-port --dashboard-port --venv --namespace --build --build-flash-attn --wheel-source --without --host --driver --gpu --sm --gpu-count --no-gpu --arch --glibc --python --verl --engine --backend --policy --row --matrix -v --verbose -q --quiet --no-config' ;;
     install) opts='-h --help --prefix --lock --offline --dry-run --json --no-python-downloads --wait --no-import --import-timeout --cluster --ray --ray-python --installed --timeout --build --build-flash-attn --wheel-source --without --host --driver --gpu --sm --gpu-count --no-gpu --arch --glibc --python --verl --engine --backend --policy --row --matrix -v --verbose -q --quiet --no-config' ;;
     lock) opts='-h --help --out --format --json --build --build-flash-attn --wheel-source --without --host --driver --gpu --sm --gpu-count --no-gpu --arch --glibc --python --verl --engine --backend --policy --row --matrix -v --verbose -q --quiet --no-config' ;;
     bundle) opts='-h --help --out --lock --no-python --wait --json --build --build-flash-attn --wheel-source --without --host --driver --gpu --sm --gpu-count --no-gpu --arch --glibc --python --verl --engine --backend --policy --row --matrix -v --verbose -q --quiet --no-config' ;;
