@@ -16,6 +16,7 @@ from verl_setup.diagnose import scan
 from verl_setup.diagnose.rules import triggers
 from verl_setup.diagnose.sources import gather
 from verl_setup.diagnose.verdict import Diagnosis, diagnose
+from verl_setup.output import SCHEMA
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "diagnose"
 
@@ -184,7 +185,7 @@ def test_one_rule_keeps_at_most_per_rule_lines_but_counts_all(tmp_path: Path) ->
 def test_cli_json_uses_the_envelope(capsys: pytest.CaptureFixture[str]) -> None:
     assert main_inner(["diagnose", "--no-system", "--json", str(FIXTURES / "nccl-connect-verl-726.log")]) == 0
     doc = json.loads(capsys.readouterr().out)
-    assert (doc["schema"], doc["command"], doc["ok"]) == (2, "diagnose", True)
+    assert (doc["schema"], doc["command"], doc["ok"]) == (SCHEMA, "diagnose", True)
     data = doc["data"]
     assert data["class"] == "nccl-connect"
     assert data["verdict"]["evidence"][0]["line"] == 1
