@@ -3,6 +3,8 @@ MAX_JOBS, the PyPI toolkit pin from torch's own metadata, and its flags' bad val
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from tests.conftest import host
@@ -12,7 +14,7 @@ from verl_setup.plan.select import Plan, plan_row
 from verl_setup.plan.target import Request, build_target
 from verl_setup.wheelbuild.build import arch_list, max_jobs, row_extensions
 from verl_setup.wheelbuild.source import parse_sources
-from verl_setup.wheelbuild.toolkit import pypi_requirements
+from verl_setup.wheelbuild.toolkit import host_toolkit, pypi_requirements, pypi_toolkit
 
 MATRIX = load_matrix()
 
@@ -75,3 +77,40 @@ def test_follow_hands_over_each_line_as_it_comes_and_kills_at_the_timeout() -> N
     with pytest.raises(ProgramError, match=r"no end within 0\.5s"):
         follow(["sh", "-c", "echo start; sleep 30"], timeout=0.5, on_line=lines.append)
     assert lines[-1] == "start"
+
+
+# The two lines a real `nvcc --version` (CUDA 13.0.88, this machine's /usr/local/cuda-13.0) ends with.
+NVCC_VERSION = "Cuda compilation tools, release 13.0, V13.0.88\nBuild cuda_13.0.r13.0/compiler.36424714_0\n"
+
+
+def _nvcc(folder: Path, *, headers: bool) -> Path:
+    (folder / "bin").mkdir(parents=True)
+    nvcc = folder / "bin" / "nvcc"
+    nvcc.write_text(
+        "#!/bin/sh\nprintf '%s\\n' " + " ".join(f"'{line}'" for line in NVCC_VERSION.splitlines()) + "\n"
+    )
+    nvcc.chmod(0o755)
+    if headers:
+        (folder / "include").mkdir()
+        (folder / "include" / "cuda_runtime_api.h").write_text("/* stand-in */\n")
+    return folder
+
+
+@pytest.mark.subprocess
+def test_an_nvcc_on_path_without_headers_beside_it_is_not_taken_as_cuda_home(tmp_path: Path) -> None:
+    wrapper = _nvcc(tmp_path / "wrapper", headers=False)  # like /usr/local/bin/nvcc exec'ing the real one
+    found = host_toolkit("13.0", {"PATH": f"{wrapper / 'bin'}:/usr/bin:/bin"})
+    assert found is None or found.home != wrapper
+    toolkit = _nvcc(tmp_path / "toolkit", headers=True)
+    found = host_toolkit("13.0", {"PATH": f"{toolkit / 'bin'}:/usr/bin:/bin"})
+    assert found is not None
+    assert (found.home, found.version) == (toolkit, "13.0.88")
+
+
+@pytest.mark.subprocess
+def test_the_pypi_toolkit_tells_transformer_engine_to_read_the_nvidia_wheels_headers(tmp_path: Path) -> None:
+    site = tmp_path / "site-packages"
+    _nvcc(site / "nvidia" / "cu13", headers=True)
+    env = pypi_toolkit(site, "13.0", {"PATH": "/usr/bin:/bin"}).env({"PATH": "/usr/bin"})
+    assert env["NVTE_BUILD_USE_NVIDIA_WHEELS"] == "1"
+    assert env["CUDA_HOME"] == str(site / "nvidia" / "cu13")

@@ -30,11 +30,13 @@ class Toolkit:
     release: str  # "13.0"
     version: str  # nvcc's full version, "13.0.88"
     source: str  # where it came from, for the manifest and the progress line
+    extra_env: tuple[tuple[str, str], ...] = ()
 
     def env(self, base: Mapping[str, str]) -> dict[str, str]:
         """`base` with CUDA_HOME and PATH pointing at this toolkit."""
         return {
             **base,
+            **dict(self.extra_env),
             "CUDA_HOME": str(self.home),
             "PATH": f"{self.home / 'bin'}{os.pathsep}{base.get('PATH', '')}",
         }
@@ -63,7 +65,9 @@ def host_toolkit(cuda: str, env: Mapping[str, str]) -> Toolkit | None:
     candidates.append((Path("/usr/local/cuda"), "/usr/local/cuda"))
     for home, source in candidates:
         nvcc = home / "bin" / "nvcc"
-        if not nvcc.is_file():
+        # A wrapper script on PATH (`exec /usr/local/cuda-13.0/bin/nvcc "$@"`) is no CUDA_HOME: a
+        # toolkit has the runtime headers beside its bin/ (torch's cpp_extension reads them there).
+        if not nvcc.is_file() or not _has_headers(home):
             continue
         found = nvcc_release(nvcc, env)
         if found and found[0].split(".")[0] == cuda.split(".", maxsplit=1)[0]:
@@ -71,6 +75,14 @@ def host_toolkit(cuda: str, env: Mapping[str, str]) -> Toolkit | None:
                 home=home, release=found[0], version=found[1], source=f"the host's ({source}: {home})"
             )
     return None
+
+
+def _has_headers(home: Path) -> bool:
+    """Whether CUDA_HOME=`home` gives a compiler cuda_runtime_api.h."""
+    return any(
+        (home / sub / "cuda_runtime_api.h").is_file()
+        for sub in ("include", "targets/x86_64-linux/include", "targets/sbsa-linux/include")
+    )
 
 
 def pypi_requirements(torch_requires: list[str], torch_version: str) -> list[str]:
@@ -105,4 +117,12 @@ def pypi_toolkit(site_packages: Path, cuda: str, env: Mapping[str, str]) -> Tool
     found = nvcc_release(nvcc, env)
     if found is None:
         raise InstallError(f"{nvcc} --version failed: the PyPI toolkit cannot run here")
-    return Toolkit(home=home, release=found[0], version=found[1], source="PyPI (cuda-toolkit wheels)")
+    # TransformerEngine's build reads the headers of every nvidia/* wheel (cuDNN's among them) only
+    # when told to (transformer_engine_torch 2.16.1 sdist, build_tools/utils.py get_cuda_include_dirs).
+    return Toolkit(
+        home=home,
+        release=found[0],
+        version=found[1],
+        source="PyPI (cuda-toolkit wheels)",
+        extra_env=(("NVTE_BUILD_USE_NVIDIA_WHEELS", "1"),),
+    )
