@@ -207,9 +207,12 @@ def _floor(
 
 
 def _left_out_flags(row: Row, matrix: Matrix, env: Mapping[str, str]) -> list[str]:
-    """--without for every package built against torch, and for a git source (git hosts are out
-    of reach on this project's machines) unless VERL_SETUP_PROVE_GIT=1; each is recorded so."""
-    names = [name for name in matrix.rows_file.torch_extensions if name in row.packages]
+    """--without for every package built against torch, except those VERL_SETUP_PROVE_WITH names
+    (comma-separated: they come from the configured wheel sources, as install takes them), and for
+    a git source (git hosts are out of reach on this project's machines) unless
+    VERL_SETUP_PROVE_GIT=1; each is recorded so."""
+    kept = {name.strip() for name in env.get("VERL_SETUP_PROVE_WITH", "").split(",") if name.strip()}
+    names = [name for name in matrix.rows_file.torch_extensions if name in row.packages and name not in kept]
     if env.get("VERL_SETUP_PROVE_GIT") != "1":
         names += [name for name, url in row.sources.items() if url.startswith("git+")]
     return [flag for name in names for flag in ("--without", name)]
