@@ -260,6 +260,9 @@ class Wheelhouse:
         _atomic_write(self.simple / "index.html", _page("Simple index", links))
 
 
+PUBLISHED_MODE = 0o644
+
+
 def _page(title: str, body: str) -> str:
     return (
         '<!DOCTYPE html>\n<html>\n  <head>\n    <meta name="pypi:repository-version" content="1.0">\n'
@@ -268,12 +271,19 @@ def _page(title: str, body: str) -> str:
     )
 
 
+def _publish(temp: str, path: Path) -> None:
+    """Move a finished temporary file into place, readable by all: mkstemp makes it 0600, and the
+    other nodes of a cluster (a shared path, an HTTP server as another user) read the wheelhouse."""
+    os.chmod(temp, PUBLISHED_MODE)
+    Path(temp).replace(path)
+
+
 def _atomic_write(path: Path, text: str) -> None:
     fd, temp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
             handle.write(text)
-        Path(temp).replace(path)
+        _publish(temp, path)
     except BaseException:
         Path(temp).unlink(missing_ok=True)
         raise
@@ -284,7 +294,7 @@ def _atomic_copy(source: Path, target: Path) -> None:
     os.close(fd)
     try:
         shutil.copyfile(source, temp)
-        Path(temp).replace(target)
+        _publish(temp, target)
     except BaseException:
         Path(temp).unlink(missing_ok=True)
         raise
@@ -318,7 +328,7 @@ def add_build_record(wheel: Path, record: Mapping[str, Any]) -> None:
                         data = ("\n".join(lines) + "\n").encode()
                         target.writestr(f"{info}/{BUILD_RECORD}", payload)
                     target.writestr(item, data)
-            Path(temp).replace(wheel)
+            _publish(temp, wheel)
         except BaseException:
             Path(temp).unlink(missing_ok=True)
             raise
