@@ -274,7 +274,7 @@ def _page(title: str, body: str) -> str:
 def _publish(temp: str, path: Path) -> None:
     """Move a finished temporary file into place, readable by all: mkstemp makes it 0600, and the
     other nodes of a cluster (a shared path, an HTTP server as another user) read the wheelhouse."""
-    os.chmod(temp, PUBLISHED_MODE)
+    Path(temp).chmod(PUBLISHED_MODE)
     Path(temp).replace(path)
 
 
