@@ -1,5 +1,7 @@
-"""`verl-setup docker build` against a real engine: build the cpu row's image with BuildKit (uv
-cache mounts, --buildkit) on a local base, verify the pins inside it, then change one pin and see
+"""`verl-setup docker build` against a real engine: build the cpu row's image with BuildKit on a
+local base (without --buildkit's uv cache mounts: they keep a second copy of the row's wheels in
+the engine's data root, and the CI disk ran out with them; the rendered mounts are tested in
+test_render and test_docker_builder), verify the pins inside it, then change one pin and see
 the earlier layers reused."""
 
 from __future__ import annotations
@@ -60,7 +62,7 @@ def build(
     # (`--bridge=none`: "network bridge not found").
     args = [
         "docker", "build", "--no-gpu", "--python", "3.11.2", "--base-image", base,
-        "--network", "host", "--buildkit", "--tag", tag, "--json", *extra,
+        "--network", "host", "--tag", tag, "--json", *extra,
     ]  # fmt: skip
     if HOST_CA.exists():
         args += ["--ca-bundle", str(HOST_CA)]  # the package index here is re-signed by a local CA
