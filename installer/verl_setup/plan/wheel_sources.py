@@ -74,6 +74,8 @@ def _as_url(value: str) -> str:
         raise BadInputError(f"--wheel-source {one_line(value)!r}: not a folder, file:// or http(s):// URL")
     if not path.is_dir():
         raise BadInputError(f"--wheel-source {one_line(value)!r}: no such folder")
+    if (path / "simple" / "index.html").is_file():  # a folder `wheelhouse build --out` made: its index
+        path = path / "simple"
     return path.as_uri().rstrip("/") + "/"
 
 
