@@ -55,7 +55,8 @@ VERL_SETUP_DEBUG=1 shows tracebacks; `matrix prove` and `matrix check` skip the 
 is on an extra index unless VERL_SETUP_PROVE_EXTRA_INDEXES=1 (it is not tested whether that
 index can be reached), and `matrix prove` leaves a row's git sources out unless
 VERL_SETUP_PROVE_GIT=1 and its packages built against torch out except those
-VERL_SETUP_PROVE_WITH names (comma-separated; they come from the wheel sources). uv reads its
+VERL_SETUP_PROVE_WITH names (comma-separated; they come from the wheel sources,
+VERL_SETUP_PROVE_WHEEL_SOURCES for a proof: it reads no other VERL_SETUP_*). uv reads its
 own UV_* settings, except those that would re-resolve a row
 (UV_TORCH_BACKEND, UV_EXTRA_INDEX_URL, ...), which are dropped with a warning."""
 

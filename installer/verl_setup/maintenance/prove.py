@@ -95,6 +95,10 @@ def prove_row(  # noqa: PLR0911, PLR0915  # one return per step that can stop th
     # Packages built against torch are left out: prebuilt wheels are GitHub release assets and
     # builds need nvcc against a GPU torch for an hour or more, both out of reach here.
     common = ["--matrix", str(matrix.path), "--row", row.id, *_left_out_flags(row, matrix, env)]
+    # A proof reads no VERL_SETUP_* of the user's but these: wheel sources (a wheelhouse built here)
+    # go to lock and install as flags, and the installs step records which source each came from.
+    sources = env.get("VERL_SETUP_PROVE_WHEEL_SOURCES", "").split(",")
+    common += [flag for value in sources if value.strip() for flag in ("--wheel-source", value.strip())]
     lock = work / f"{row.id}.lock"
     say(f"{row.id}: resolves (lock)")
     code, _, err, seconds = _cli(["lock", *common, "--out", str(lock), "--json"], env)
