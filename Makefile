@@ -16,11 +16,13 @@ run: $(STAMP)
 	$(BIN)/verl-setup detect
 	$(BIN)/verl-setup plan --explain
 
-# Two passes: most tests in parallel, then the ones that need the machine to themselves (a Ray
-# head's GCS misses its start-up deadline when a Docker build shares two cores with it).
+# Two passes: the tests that need the machine to themselves (a Ray head's GCS misses its start-up
+# deadline when a Docker build shares two cores with it), then the rest in parallel. The serial
+# pass goes first because its Docker build needs the most disk at once (about 13 GB for the cpu
+# row's image), and the parallel pass leaves a large uv cache behind.
 test: $(STAMP)
-	$(BIN)/python -m pytest -n 4 -m "not serial"
 	$(BIN)/python -m pytest -m serial
+	$(BIN)/python -m pytest -n 4 -m "not serial"
 
 # Hypothesis over every parser and CLI boundary (tests/unit/test_fuzz.py): FUZZ_EXAMPLES random
 # inputs per target (9 targets: parsers, files, plan and render flags as --opt VALUE and

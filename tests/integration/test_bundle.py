@@ -237,10 +237,10 @@ def test_a_bundled_python_is_unpacked_where_uv_finds_it(tiny: Tiny, tmp_path: Pa
 
 
 def test_the_cpu_row_bundles_and_installs_with_the_network_cut(tmp_path: Path) -> None:
-    """The real thing: verl 0.9.1 + torch 2.11.0 (~3 GB of wheels). The bundle is kept between runs
-    in ~/.cache/verl-setup-tests (bundling again re-hashes and reuses it); the install has an empty
-    uv cache, so every file comes out of the bundle."""
-    out = Path.home() / ".cache" / "verl-setup-tests" / "bundle-cpu"
+    """The real thing: verl 0.9.1 + torch 2.11.0 (~3 GB of wheels). The bundle lives in tmp_path
+    and goes with it (kept between runs it held 3 GB of CI's disk for nothing); the install has an
+    empty uv cache, so every file comes out of the bundle."""
+    out = tmp_path / "bundle-cpu"
     env = {k: v for k, v in os.environ.items() if not k.startswith("VERL_SETUP_")}
     env["UV_PYTHON_DOWNLOADS"] = "never"
     data = bundle_json(out, "--no-gpu", env=env)
@@ -259,8 +259,8 @@ def test_the_cpu_row_bundles_and_installs_with_the_network_cut(tmp_path: Path) -
         assert verified.returncode == 0, verified.stdout + verified.stderr
         assert "162 of 162 expected distributions match" in verified.stdout + verified.stderr
     finally:
-        shutil.rmtree(prefix, ignore_errors=True)
-        shutil.rmtree(tmp_path / "empty-cache", ignore_errors=True)
+        for folder in (prefix, tmp_path / "empty-cache", out):
+            shutil.rmtree(folder, ignore_errors=True)
 
 
 def test_a_prebuilt_extension_wheel_from_a_wheel_source_is_bundled_and_installs_offline(

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -26,6 +27,7 @@ HOST_CA = Path("/etc/ssl/certs/ca-certificates.crt")
 # Debian 12's docker.io client (20.10) runs the engine's BuildKit itself; a Docker CLI 23+ needs
 # the buildx plugin for that, which Debian 12 does not package.
 DEBIAN_CLI = Path("/usr/bin/docker")
+NEEDS_GIB = 14
 
 
 @pytest.fixture(scope="module")
@@ -81,6 +83,10 @@ def test_buildkit_build_verify_label_then_a_pin_bump_reuses_the_layers(
     import docker  # noqa: PLC0415
 
     monkeypatch.setenv("PATH", buildkit_path)
+    # The engine's data root is under the temp dir (docker_engine.py). Measured peak: 13.2 GB (the
+    # CUDA torch layer, then BuildKit's export of it); a build that runs out says less clearly why.
+    free = shutil.disk_usage(tempfile.gettempdir()).free / 2**30
+    assert free >= NEEDS_GIB, f"needs {NEEDS_GIB} GiB free under {tempfile.gettempdir()}, has {free:.1f}"
     first = build(engine, base, monkeypatch, "verl-setup-test:cpu")
     assert first["builder"] in ("buildkit", "buildx"), first
     assert first["verified"] is True
