@@ -196,7 +196,6 @@ def test_install_on_node_local_prefixes_then_verify_passes_on_both(
 
 # An open defect of issue 23, seen in the merged tree's CI run: the env_vars of a rendered
 # runtime_env.yaml do not reach the detection tasks (both nodes answer, without them).
-@pytest.mark.xfail(reason="issue 23: the rendered env_vars do not reach the detection tasks", strict=False)
 def test_detect_takes_the_rendered_runtime_env(cluster: Cluster, tmp_path: Path) -> None:
     rendered = tmp_path / "rendered"
     made = run_cli("render", "ray", "--no-gpu", "--engine", "none", "--out", str(rendered))

@@ -163,12 +163,22 @@ def test_secrets_are_never_reported(tmp_path: Path) -> None:
         "HF_TOKEN": "hf_secret",
         "UV_INDEX_URL": "https://user:s3cret@mirror.example/simple",
         "HF_HOME": "/data/hf",
+        "VLLM_API_KEY": "vllm_secret",
+        "NCCL_IB_KEYS": "nccl_secret",
+        "SGLANG_APIKEY": "sglang_secret",
+        "VERL_SETUP_TOKEN": "verl_secret",
+        "NCCL_PASSWD_FILE": "passwd_secret",
+        "TOKENIZERS_PARALLELISM": "true",  # a word of its own: verl's runtime env sets it
+        "VLLM_KEYBOARD_LAYOUT": "us",  # KEY inside a word is no credential (made-up name)
     }
     facts = detect(root=tmp_path, env=env)
     dumped = facts.to_json()
-    assert "hf_secret" not in dumped
-    assert "s3cret" not in dumped
+    for secret in ("hf_secret", "s3cret", "vllm_secret", "nccl_secret", "sglang_secret", "verl_secret"):
+        assert secret not in dumped
+    assert "passwd_secret" not in dumped
     assert facts.env["HF_HOME"] == "/data/hf"
+    assert facts.env["TOKENIZERS_PARALLELISM"] == "true"  # issue 23: TOKEN in its name kept it out
+    assert facts.env["VLLM_KEYBOARD_LAYOUT"] == "us"
 
 
 @pytest.mark.subprocess

@@ -13,11 +13,12 @@ from urllib.parse import urlsplit, urlunsplit
 
 from verl_setup.host.facts import Container, CudaToolkit, OsFacts, Tool
 from verl_setup.util.runner import ProgramError, run
+from verl_setup.util.secrets import is_secret_name
 
 TOOL_TIMEOUT = 5.0
 
-# Variables that change how verl, CUDA, Ray, Hugging Face or uv behave. Never a token: names
-# containing TOKEN/KEY/SECRET/PASSWORD are never read.
+# Variables that change how verl, CUDA, Ray, Hugging Face or uv behave. Never a credential
+# (util.secrets.is_secret_name).
 ENV_NAMES = (
     "CUDA_HOME", "CUDA_PATH", "CUDA_VISIBLE_DEVICES", "LD_LIBRARY_PATH", "NVIDIA_VISIBLE_DEVICES",
     "NVIDIA_REQUIRE_CUDA", "HF_HOME", "HF_HUB_CACHE", "TRANSFORMERS_CACHE", "HF_HUB_OFFLINE",
@@ -27,7 +28,6 @@ ENV_NAMES = (
     "PIP_INDEX_URL", "PIP_EXTRA_INDEX_URL", "VIRTUAL_ENV", "CONDA_PREFIX", "PYTHONPATH",
     "PYENV_ROOT", "PYENV_VERSION",
 )  # fmt: skip
-_SECRET = re.compile(r"TOKEN|KEY|SECRET|PASSWORD", re.IGNORECASE)
 
 
 def os_facts(root: Path) -> OsFacts:
@@ -177,10 +177,10 @@ def relevant_env(env: dict[str, str]) -> dict[str, str]:
     """The variables that matter, with any credentials in index URLs masked."""
     picked = {}
     for name in ENV_NAMES:
-        if name in env and not _SECRET.search(name):
+        if name in env and not is_secret_name(name):
             picked[name] = _mask_url(env[name]) if "INDEX" in name else env[name]
     for name in sorted(env):
-        if name.startswith(("VERL_SETUP_", "VLLM_", "NCCL_", "GLOO_", "SGLANG_")) and not _SECRET.search(
+        if name.startswith(("VERL_SETUP_", "VLLM_", "NCCL_", "GLOO_", "SGLANG_")) and not is_secret_name(
             name
         ):
             picked.setdefault(name, env[name])

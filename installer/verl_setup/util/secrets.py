@@ -20,6 +20,12 @@ _NAMED = re.compile(
     r"(?i)\b([A-Z0-9_]*(?:TOKEN|SECRET|PASSWORD|PASSWD|API_?KEY|ACCESS_KEY|AUTH)[A-Z0-9_]*)"
     r"(\s*[=:]\s*)(\"[^\"]*\"|'[^']*'|[^\s,;]+)"
 )
+# A variable's name that says it holds a credential: TOKEN or KEY as one of its words (HF_TOKEN,
+# WANDB_API_KEY), or SECRET, PASSWORD, PASSWD, APIKEY or CREDENTIAL anywhere. TOKENIZERS_PARALLELISM
+# is a word of its own and no secret.
+_SECRET_NAME = re.compile(
+    r"(?:^|_)(?:TOKENS?|KEYS?)(?:_|$)|APIKEY|SECRET|PASSWORD|PASSWD|CREDENTIAL", re.IGNORECASE
+)
 # scheme://user:password@host or scheme://token@host: the credentials part.
 _URL_CREDENTIALS = re.compile(r"\b([a-z][a-z0-9+.-]*://)([^/\s:@]+(?::[^/\s@]*)?)@")
 
@@ -35,3 +41,8 @@ def mask(text: str, *, env: Mapping[str, str] | None = None, home: bool = False)
             text = re.sub(re.escape(path.rstrip("/")) + r"(?=/|\b)", "~", text)
         text = re.sub(r"/(?:home|Users)/[^/\s]+", "~", text)
     return text
+
+
+def is_secret_name(name: str) -> bool:
+    """Whether a variable of this name holds a credential, so that its value is never read."""
+    return _SECRET_NAME.search(name) is not None
