@@ -106,6 +106,16 @@ def test_plain_progress_names_the_failing_step() -> None:
     assert log.error[1].endswith("network bridge not found")
 
 
+def test_a_failure_before_any_dockerfile_step_names_buildkit_s_own_vertex() -> None:
+    log = PlainLog()
+    for line in (FIXTURES / "buildkit-0.8-plain-missing-base.txt").read_text().splitlines():
+        log.add(line)
+    assert log.steps == []  # no Dockerfile step began
+    assert log.error is not None
+    assert log.error[0] == "[internal] load metadata for docker.io/local/not-imported:1"
+    assert log.error[1].startswith("failed to do request: Head ")
+
+
 def build_stand_in(tmp_path: Path, output: str, code: int) -> Builder:
     """A `docker` whose build prints a recorded BuildKit log, writes --iidfile, exits `code`."""
     script = tmp_path / "docker"
@@ -128,6 +138,14 @@ def test_a_failed_buildkit_build_names_its_step_and_a_passed_one_its_image(tmp_p
     ):
         build_cli(failing, tmp_path, "t:1", network=None, env={"PATH": "/bin"}, progress=seen)
     assert "#5 ERROR: executor failed running" in seen.getvalue()  # the log reached the user
+    missing = build_stand_in(tmp_path, "buildkit-0.8-plain-missing-base.txt", 1)
+    with pytest.raises(InstallError) as raised:
+        build_cli(missing, tmp_path, "t:1", network=None, env={"PATH": "/bin"}, progress=seen)
+    first = str(raised.value).splitlines()[0]
+    assert first.startswith(
+        "docker build failed at step '[internal] load metadata for docker.io/local/not-imported:1': "
+        "failed to do request"
+    ), first
     passing = build_stand_in(tmp_path, "debian-20.10.version", 0)
     image, log, _ = build_cli(passing, tmp_path, "t:1", network="host", env={"PATH": "/bin"}, progress=seen)
     assert image == "sha256:abc"

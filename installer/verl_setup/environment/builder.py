@@ -30,6 +30,7 @@ _CLI_VERSION = re.compile(r"Docker version (\d+)\.(\d+)")
 # --progress=plain: "#5 [stage-0 2/3] RUN ..." (BuildKit 0.8) or "#5 [2/3] RUN ..." (newer).
 _STEP = re.compile(r"^#(\d+) \[(?:[^\]]*\s)?\d+/\d+\] (.*)$")
 _STATE = re.compile(r"^#(\d+) (CACHED|ERROR: .*)$")
+_VERTEX = re.compile(r"^#(\d+) (\S.*)$")  # a vertex's first line is its name (BuildKit's own ones too)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -90,14 +91,17 @@ class PlainLog(BuildLog):
         self.error: tuple[str | None, str] | None = None
 
     def add(self, line: str) -> None:
-        """Record one line of build output."""
-        if m := _STEP.match(line):
-            if m[1] not in self.vertices:
-                self.vertices[m[1]] = m[2]
-                self.steps.append(m[2])
+        """Record one line of build output. A failure names its vertex: a Dockerfile step, or one of
+        BuildKit's own (loading the base image's metadata, exporting the image)."""
+        if (m := _STEP.match(line)) and m[1] not in self.vertices:
+            self.vertices[m[1]] = m[2]
+            self.steps.append(m[2])
+        elif (m := _VERTEX.match(line)) and m[1] not in self.vertices:
+            self.vertices[m[1]] = m[2]
         elif (m := _STATE.match(line)) and m[1] in self.vertices:
             if m[2] == "CACHED":
-                self.cached.append(self.vertices[m[1]])
+                if self.vertices[m[1]] in self.steps:
+                    self.cached.append(self.vertices[m[1]])
             elif self.error is None:
                 self.error = (self.vertices[m[1]], m[2].removeprefix("ERROR: "))
         self.tail = [*self.tail[-39:], line]
