@@ -236,6 +236,7 @@ def test_a_bundled_python_is_unpacked_where_uv_finds_it(tiny: Tiny, tmp_path: Pa
     assert str(target / "cpython-3.12.1-linux-x86_64-gnu") in home
 
 
+@pytest.mark.serial  # ~10 GB at its peak (the bundle, and its install's empty uv cache): on its own
 def test_the_cpu_row_bundles_and_installs_with_the_network_cut(tmp_path: Path) -> None:
     """The real thing: verl 0.9.1 + torch 2.11.0 (~3 GB of wheels). The bundle lives in tmp_path
     and goes with it (kept between runs it held 3 GB of CI's disk for nothing); the install has an
