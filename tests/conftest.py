@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import io
 import json
-from collections.abc import Callable
+import signal
+from collections.abc import Callable, Iterator
 from contextlib import redirect_stderr, redirect_stdout
 from dataclasses import dataclass
 from pathlib import Path
@@ -110,3 +111,15 @@ def _clean_env(monkeypatch: pytest.MonkeyPatch, parsed_cache: Path) -> None:
     for name in [n for n in dict(__import__("os").environ) if n.startswith("VERL_SETUP_")]:
         monkeypatch.delenv(name)
     monkeypatch.setenv("VERL_SETUP_CACHE_DIR", str(parsed_cache))
+
+
+@pytest.fixture(autouse=True)
+def _signals_not_left_blocked() -> Iterator[None]:
+    """The runner blocks Ctrl-C and SIGTERM while it starts a tied child. A test that leaves them
+    blocked breaks later tests in the same worker: every child it starts inherits the mask (a
+    flaky Ctrl-C test in CI, traced to a failed Popen that never unblocked them)."""
+    yield
+    blocked = signal.pthread_sigmask(signal.SIG_BLOCK, []) & {signal.SIGINT, signal.SIGTERM}
+    if blocked:
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, blocked)
+        pytest.fail(f"this test left {sorted(signal.Signals(s).name for s in blocked)} blocked")

@@ -292,6 +292,30 @@ def test_ctrl_c_while_a_tied_child_is_being_started_still_kills_that_child() -> 
     assert out.stdout.strip() == "interrupted killed", out.stdout + out.stderr
 
 
+SIGNALS_AFTER_A_FAILED_START = """
+import signal
+from verl_setup.util import runner
+before = signal.pthread_sigmask(signal.SIG_BLOCK, [])
+for argv in (["sleep", "1\\x00"], ["/nonexistent/uv"], ["/"]):  # ValueError, not found, OSError
+    try:
+        runner.stream(argv, timeout=5)
+    except BaseException as exc:
+        print(type(exc).__name__, end=" ")
+print("same" if signal.pthread_sigmask(signal.SIG_BLOCK, []) == before else "blocked")
+"""
+
+
+@pytest.mark.subprocess
+def test_a_child_that_fails_to_start_leaves_ctrl_c_deliverable() -> None:
+    # Popen's ValueError (a NUL in an argument) left SIGINT and SIGTERM blocked in the main thread:
+    # Ctrl-C was lost for the rest of the process and for every child it started.
+    out = subprocess.run(
+        [sys.executable, "-c", SIGNALS_AFTER_A_FAILED_START], check=False, capture_output=True, text=True,
+        timeout=60,
+    )  # fmt: skip
+    assert out.stdout.strip() == "ValueError ProgramError ProgramError same", out.stdout + out.stderr
+
+
 @pytest.mark.subprocess
 def test_uv_killed_by_a_signal_is_named_as_such(tmp_path: Path) -> None:
     """uv's last words would name a staging dir already gone: say it was killed, by what."""

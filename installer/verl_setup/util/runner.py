@@ -187,9 +187,14 @@ def _start(
             # a plain fork, so the quick probes skip it.)
             preexec_fn=_tie_to_parent(_prctl(), mask) if tied else None,  # noqa: PLW1509  # prctl, mask
         )
-    except OSError as exc:
+    except BaseException as exc:
+        # Whatever Popen raised (OSError; ValueError for a NUL in an argument; SubprocessError),
+        # the deferred signals come back: left blocked, Ctrl-C would be lost for the rest of this
+        # process and for every child it starts (a child inherits the mask).
         _unblock(mask)
-        raise ProgramError(f"{full[0]}: {exc.strerror or exc}") from exc
+        if isinstance(exc, OSError):
+            raise ProgramError(f"{full[0]}: {exc.strerror or exc}") from exc
+        raise
 
 
 def _text(data: bytes | bytearray) -> str:
