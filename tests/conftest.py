@@ -17,6 +17,14 @@ from tests.contract import valid
 from verl_setup.cli import main
 from verl_setup.host.facts import Container, Gpu, HostFacts, NvidiaDriver, OsFacts
 
+# A job started in the background by a script (`cmd &`, nohup) begins with SIGINT ignored, and every
+# child inherits that: the tests' Ctrl-C would then never land (the interrupted-install tests pass
+# vacuously, their install having finished; the Ctrl-C-during-Popen test fails). The tests send
+# SIGINT as a terminal does, to programs that did not choose to ignore it; a Python handler is reset
+# to the default on exec, so the children start as they would under a terminal.
+if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+
 FIXTURES = Path(__file__).parent / "fixtures"
 NVIDIA = FIXTURES / "nvidia"
 
