@@ -125,7 +125,7 @@ def _clean_env(monkeypatch: pytest.MonkeyPatch, parsed_cache: Path) -> None:
 def _signals_not_left_blocked() -> Iterator[None]:
     """The runner blocks Ctrl-C and SIGTERM while it starts a tied child. A test that leaves them
     blocked breaks later tests in the same worker: every child it starts inherits the mask (a
-    flaky Ctrl-C test in CI, traced to a failed Popen that never unblocked them)."""
+    Popen that raised ValueError once left them so)."""
     yield
     blocked = signal.pthread_sigmask(signal.SIG_BLOCK, []) & {signal.SIGINT, signal.SIGTERM}
     if blocked:

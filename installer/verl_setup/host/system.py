@@ -28,6 +28,7 @@ ENV_NAMES = (
     "PIP_INDEX_URL", "PIP_EXTRA_INDEX_URL", "VIRTUAL_ENV", "CONDA_PREFIX", "PYTHONPATH",
     "PYENV_ROOT", "PYENV_VERSION",
 )  # fmt: skip
+_ENV_PREFIXES = ("VERL_SETUP_", "VLLM_", "NCCL_", "GLOO_", "SGLANG_")  # every variable of these families
 
 
 def os_facts(root: Path) -> OsFacts:
@@ -180,9 +181,7 @@ def relevant_env(env: dict[str, str]) -> dict[str, str]:
         if name in env and not is_secret_name(name):
             picked[name] = _mask_url(env[name]) if "INDEX" in name else env[name]
     for name in sorted(env):
-        if name.startswith(("VERL_SETUP_", "VLLM_", "NCCL_", "GLOO_", "SGLANG_")) and not is_secret_name(
-            name
-        ):
+        if name.startswith(_ENV_PREFIXES) and not is_secret_name(name):
             picked.setdefault(name, env[name])
     return picked
 
