@@ -19,7 +19,7 @@ import pytest
 from tests.conftest import json_data, run_cli
 from tests.contract import valid
 from tests.integration.docker_engine import base_image, start_dockerd, unavailable
-from verl_setup.environment.builder import choose
+from verl_setup.image.buildkit import choose
 from verl_setup.matrix.load import default_matrix_path, load_matrix
 
 pytestmark = [pytest.mark.network, pytest.mark.slow, pytest.mark.docker, pytest.mark.serial]

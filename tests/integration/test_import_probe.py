@@ -8,7 +8,7 @@ import os
 import sys
 from pathlib import Path
 
-from verl_setup.environment.probe import run_probe
+from verl_setup.environment.import_probe import run_probe
 from verl_setup.environment.uv import explain_failure
 
 

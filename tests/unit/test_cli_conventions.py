@@ -125,8 +125,8 @@ def test_quiet_install_on_a_cluster_keeps_each_nodes_finished_line_off_the_termi
     """The Ray driver's per-node lines are passed through live (stream) unless -q (run captures)."""
     import types  # noqa: PLC0415
 
-    from verl_setup.environment import ray_tasks  # noqa: PLC0415
-    from verl_setup.environment.cluster_install import install_on_nodes  # noqa: PLC0415
+    from verl_setup.cluster import ray_tasks  # noqa: PLC0415
+    from verl_setup.cluster.install import install_on_nodes  # noqa: PLC0415
 
     answer = {"nodes": [{"node_id": "n1", "ip": "10.0.0.1", "probe": None, "error": "gone"}], "dead": []}
     calls: list[str] = []

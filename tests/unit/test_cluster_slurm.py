@@ -8,7 +8,7 @@ from collections.abc import Sequence
 import pytest
 
 from tests.conftest import host
-from verl_setup.environment import cluster_slurm
+from verl_setup.cluster import slurm as cluster_slurm
 from verl_setup.util.runner import Completed, ProgramError
 
 

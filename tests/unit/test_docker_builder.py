@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import run_cli
-from verl_setup.environment.builder import Builder, PlainLog, argv, build_cli, choose
 from verl_setup.errors import InstallError
+from verl_setup.image.buildkit import Builder, PlainLog, argv, build_cli, choose
 
 FIXTURES = Path(__file__).parents[1] / "fixtures" / "docker"
 

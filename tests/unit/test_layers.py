@@ -21,7 +21,9 @@ LAYERS = (
     ("verl_setup.host",),
     ("verl_setup.plan",),
     ("verl_setup.environment",),
+    ("verl_setup.cluster",),  # every node at once: Ray tasks and Slurm steps over environment/
     ("verl_setup.render",),
+    ("verl_setup.image",),  # renders the docker target first, then builds it
     ("verl_setup.doctor",),
     ("verl_setup.diagnose",),  # reads a failed run; uses doctor's NCCL address classes
     ("verl_setup.maintenance",),  # keeps the matrix true; uses environment/, nothing below uses it

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from verl_setup.environment.cluster import Node, compare_nodes, loopback_env
+from verl_setup.cluster.verify import Node, compare_nodes, loopback_env
 from verl_setup.environment.lock import parse, render
 from verl_setup.environment.verify import (
     Dist,

@@ -10,8 +10,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TextIO
 
-from verl_setup.environment.cluster_detect import detect_cluster, load_runtime_env
-from verl_setup.environment.cluster_slurm import detect_slurm
+from verl_setup.cluster.detect import detect_cluster, load_runtime_env
+from verl_setup.cluster.slurm import detect_slurm
 from verl_setup.environment.verify import target_python
 from verl_setup.errors import BadInputError
 from verl_setup.host.cluster_file import Cluster

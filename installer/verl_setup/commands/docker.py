@@ -16,8 +16,9 @@ from typing import Any, TextIO
 from verl_setup.commands.common import plan_for
 from verl_setup.commands.flags import add_artifact_flags, add_plan_flags
 from verl_setup.commands.render import options_from_args
-from verl_setup.environment.builder import BUILDERS, Builder, build_cli, choose
-from verl_setup.environment.image import (
+from verl_setup.errors import BadInputError, CheckFailedError
+from verl_setup.image.buildkit import BUILDERS, Builder, build_cli, choose
+from verl_setup.image.engine import (
     BuildLog,
     build,
     client,
@@ -26,7 +27,6 @@ from verl_setup.environment.image import (
     push,
     verify_in_image,
 )
-from verl_setup.errors import BadInputError, CheckFailedError
 from verl_setup.output import envelope
 from verl_setup.plan.recipe import build_recipe
 from verl_setup.plan.select import Plan

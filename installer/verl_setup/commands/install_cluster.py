@@ -7,15 +7,15 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, TextIO
 
-from verl_setup.commands.plan_cluster import cluster_plan
-from verl_setup.environment.cluster_detect import runtime_env_for, shipped_package
-from verl_setup.environment.cluster_install import (
+from verl_setup.cluster.detect import runtime_env_for, shipped_package
+from verl_setup.cluster.install import (
     NodeResult,
     Reach,
     Sharing,
     check_sharing,
     install_on_nodes,
 )
+from verl_setup.commands.plan_cluster import cluster_plan
 from verl_setup.environment.verify import target_python
 from verl_setup.errors import BadInputError, CheckFailedError, InstallError
 from verl_setup.output import Progress, envelope

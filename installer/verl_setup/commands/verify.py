@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TextIO
 
-from verl_setup.environment.cluster import verify_cluster
+from verl_setup.cluster.verify import verify_cluster
 from verl_setup.environment.lock import read_lock
 from verl_setup.environment.verify import (
     MANIFEST,

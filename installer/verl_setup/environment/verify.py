@@ -17,8 +17,8 @@ from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
 from verl_setup.environment.abi import AbiReport, check_site_packages
+from verl_setup.environment.import_probe import ProbeResult
 from verl_setup.environment.lock import Lock
-from verl_setup.environment.probe import ProbeResult
 from verl_setup.errors import BadInputError, CheckFailedError
 from verl_setup.host.interpreter import Answer, NoAnswer, answer_from, ask
 from verl_setup.scripts.interpreter import FUNCTION
@@ -350,7 +350,7 @@ def verify_env(
     The probe imports what a training run of the installed verl imports (import_probe.py);
     `import_timeout` None skips it. The engine is the row's, else the one installed.
     """
-    from verl_setup.environment.probe import run_probe  # noqa: PLC0415
+    from verl_setup.environment.import_probe import run_probe  # noqa: PLC0415
 
     snap = probe(python, env)
     expected = expected_for(snap)

@@ -1,6 +1,6 @@
 """The import probe's child: imports what a training run of the installed verl imports.
 
-Run by environment/probe.py (JSON lines on stdout) and embedded in the rendered
+Run by environment/import_probe.py (JSON lines on stdout) and embedded in the rendered
 verl-setup-probe.py (`--report`: words on stderr, exit 1 on a failure).
 """
 

@@ -18,7 +18,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Literal
 
-from verl_setup.environment.ray_tasks import run_on_every_node
+from verl_setup.cluster.ray_tasks import run_on_every_node
 from verl_setup.errors import BadInputError
 from verl_setup.host.cluster_file import Cluster, ClusterNode, MissingNode, now
 from verl_setup.host.facts import host_from_data

@@ -13,8 +13,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
 
+from verl_setup.cluster.ray_tasks import loopback_env, run_on_every_node
 from verl_setup.environment.lock import Lock
-from verl_setup.environment.ray_tasks import loopback_env, run_on_every_node
 from verl_setup.environment.verify import PROBE_FUNCTION, Expected, Finding, Snapshot, compare, from_lock
 from verl_setup.errors import CheckFailedError
 from verl_setup.output import envelope

@@ -4,7 +4,7 @@ The Docker SDK speaks only the legacy builder (docker/docker-py#2230), which ref
 --mount`. BuildKit is reached through the CLI instead: `docker buildx build` where the buildx
 plugin exists; else `DOCKER_BUILDKIT=1 docker build`, which a Docker CLI before 23.0 (Debian 12's
 docker.io is 20.10) runs against the engine's own BuildKit, while 23.0 and later hand BuildKit to
-the buildx plugin only; else the legacy builder through the SDK (environment/image.py).
+the buildx plugin only; else the legacy builder through the SDK (image/engine.py).
 """
 
 from __future__ import annotations
@@ -19,8 +19,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal, TextIO
 
-from verl_setup.environment.image import BuildLog, step_failed
 from verl_setup.errors import InstallError
+from verl_setup.image.engine import BuildLog, step_failed
 from verl_setup.util.runner import ProgramError, follow, run
 
 BuilderKind = Literal["buildx", "buildkit", "legacy"]

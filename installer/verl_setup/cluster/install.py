@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from verl_setup.environment.ray_tasks import run_on_every_node
+from verl_setup.cluster.ray_tasks import run_on_every_node
 
 Reach = Literal["py_modules", "installed"]
 NETWORK_FILESYSTEMS = ("nfs", "nfs4", "lustre", "gpfs", "beegfs", "ceph", "fuse.ceph", "fuse.ceph-fuse")

@@ -1,0 +1,1 @@
+"""Every node at once: one Ray task or Slurm step per node (detect, install, verify)."""
