@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from verl_setup.errors import BadInputError
-from verl_setup.util.versions import DriverVersion, parse_minor, parse_python
+from verl_setup.util.versions import DriverVersion, minor_of, parse_minor, parse_python
 
 
 @pytest.mark.parametrize(
@@ -42,3 +42,11 @@ def test_python_and_minor_versions() -> None:
     for bad in ("2.7", "3", "3.x", "3.10.1.1"):
         with pytest.raises(BadInputError):
             parse_python(bad)
+
+
+@pytest.mark.parametrize(
+    ("version", "minor"),
+    [("2.11.0+cu130", "2.11"), ("3.12.1", "3.12"), ("13.0", "13.0"), ("12", "12"), ("0.10.0.dev0", "0.10")],
+)
+def test_minor_of_keeps_major_and_minor_and_drops_a_local_label(version: str, minor: str) -> None:
+    assert minor_of(version) == minor

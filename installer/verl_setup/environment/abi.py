@@ -21,6 +21,7 @@ from typing import Any, Literal
 from verl_setup.environment.owners import Owner, Owners, metadata_version
 from verl_setup.util.elf import ElfError, SharedObject, is_elf
 from verl_setup.util.runner import ProgramError, run
+from verl_setup.util.versions import minor_of
 
 MAX_FILES = 50_000  # files walked per site-packages folder; a verl env has ~40k
 MAX_DEPTH = 12
@@ -275,7 +276,7 @@ def _other_variant(path: Path, torch: Torch) -> bool:
     if python and py_tag and py_tag.group(1) != python:
         return True
     torch_tag = _NAME_TORCH.search(path.name)
-    return torch_tag is not None and torch_tag.group(1, 2) != tuple(torch.version.split(".")[:2])
+    return torch_tag is not None and torch_tag.group(1, 2) != tuple(minor_of(torch.version).split("."))
 
 
 def _is_torch_extension(obj: SharedObject) -> bool:

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 
 from verl_setup.errors import InstallError
 from verl_setup.host.facts import PythonInterpreter
+from verl_setup.util.versions import minor_of
 
 SOURCE_ORDER = ("uv-managed", "pyenv versions", "PATH")
 
@@ -30,7 +31,7 @@ def choose_python(wanted: str, found: Sequence[PythonInterpreter], *, downloads:
     exact = [p for p in usable if p.version == wanted]
     if exact:
         return PythonChoice(request=exact[0].path, version=wanted, source=exact[0].source)
-    minor = ".".join(wanted.split(".")[:2])
+    minor = minor_of(wanted)
     same = sorted(
         (p for p in usable if p.version.startswith(minor + ".")),
         key=lambda p: tuple(int(x) for x in p.version.split(".") if x.isdigit()),

@@ -22,6 +22,7 @@ from verl_setup.environment.lock import Lock
 from verl_setup.errors import BadInputError, CheckFailedError
 from verl_setup.host.interpreter import Answer, NoAnswer, answer_from, ask
 from verl_setup.scripts.interpreter import FUNCTION
+from verl_setup.util.versions import minor_of
 from verl_setup.util.vocab import ROLLOUT_ENGINES
 
 MANIFEST = "verl-setup.json"
@@ -296,7 +297,7 @@ def compare(snap: Snapshot, expected: Expected) -> tuple[list[Finding], list[str
     findings: list[Finding] = []
     notes: list[str] = []
     if expected.python and expected.python != snap.python:
-        if expected.python.split(".")[:2] == snap.python.split(".")[:2]:
+        if minor_of(expected.python) == minor_of(snap.python):
             notes.append(f"Python {snap.python}, {expected.source} was made for {expected.python}")
         else:
             findings.append(

@@ -32,6 +32,7 @@ from verl_setup.plan.select import Plan
 from verl_setup.plan.wheel_sources import Candidate, replaced, torch_in_name, torch_minor
 from verl_setup.plan.whole_wheel import in_place_of
 from verl_setup.util.bounded import one_line
+from verl_setup.util.versions import minor_of
 
 TIMEOUT_S = 20.0
 MAX_PAGE = 4 * 2**20
@@ -96,7 +97,7 @@ def _fits(filename: str, name: str, version: str, python: str, arch: str) -> boo
         return False
     if dist != canonicalize_name(name) or Version(found.public) != Version(Version(version).public):
         return False
-    py = "cp" + "".join(python.split(".")[:2])
+    py = "cp" + minor_of(python).replace(".", "")
     return any(t.interpreter in (py, "py3") and t.platform.endswith(arch) for t in tags)
 
 
@@ -137,7 +138,7 @@ def pick(candidate: Candidate, ext: ExtensionPlan, plan: Plan) -> tuple[Picked |
                 continue
             torch = torch_in_name(filename) if candidate.torch_from != "index-path" else want
             torch = torch or _manifest_torch(url)
-            if torch is not None and ".".join(torch.split("+")[0].split(".")[:2]) != want:
+            if torch is not None and minor_of(torch) != want:
                 other.append(torch)
                 continue
             sha256 = fragment.removeprefix("sha256=") if fragment.startswith("sha256=") else None

@@ -30,6 +30,7 @@ from verl_setup.matrix.schema import (
     TorchPin,
     VerlPin,
 )
+from verl_setup.util.versions import minor_of
 
 FLASH_ATTN_MIN_CC = "8.0"
 
@@ -61,14 +62,14 @@ def candidate_row(
                 evidence[pkg] = f"meta: {who} pins {pkg}=={pinned}"
                 break
     recommended = recommended_python(matrix, minors)
-    minor = ".".join(recommended.split(".")[:2])
+    minor = minor_of(recommended)
     torch_wheels = linux_wheels(index.releases("torch")[torch], "x86_64")
     engine_wheels = linux_wheels(index.releases(engine)[version], "x86_64")
     floors = [f for f in (glibc_floor(torch_wheels, minor), glibc_floor(engine_wheels, minor)) if f]
     glibc = max(floors, key=lambda f: tuple(int(p) for p in f.split("."))) if floors else "2.17"
     arch = ["x86_64"]
     if all(
-        serves_python(linux_wheels(index.releases(n)[v], "aarch64"), ".".join(recommended.split(".")[:2]))
+        serves_python(linux_wheels(index.releases(n)[v], "aarch64"), minor_of(recommended))
         for n, v in (("torch", torch), (engine, version))
     ):
         arch.append("aarch64")

@@ -19,6 +19,7 @@ from packaging.tags import Tag, compatible_tags, cpython_tags
 from packaging.utils import InvalidWheelFilename, canonicalize_name, parse_wheel_filename
 
 from verl_setup.maintenance.index import Index, Release
+from verl_setup.util.versions import minor_of
 
 _MANYLINUX = re.compile(r"^manylinux_(\d+)_(\d+)_(\w+)$")
 # PEP 600's aliases of the legacy manylinux tags.
@@ -56,7 +57,7 @@ def tag_glibc(platform: str, arch: str) -> tuple[int, int] | None:
 
 def _supported(python: str, arch: str) -> frozenset[Tag]:
     """Every tag a CPython of this minor accepts on `arch` (platforms of every glibc)."""
-    major, minor = (int(p) for p in python.split(".")[:2])
+    major, minor = (int(p) for p in minor_of(python).split("."))
     platforms = [f"manylinux_2_{m}_{arch}" for m in range(NEWEST_GLIBC_MINOR, 4, -1)]
     platforms += [f"{name}_{arch}" for name in _LEGACY]
     version = (major, minor)

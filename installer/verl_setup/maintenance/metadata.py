@@ -19,6 +19,7 @@ from packaging.specifiers import SpecifierSet
 from packaging.utils import InvalidWheelFilename, canonicalize_name, parse_wheel_filename
 
 from verl_setup.maintenance.index import DistFile, Index, Release
+from verl_setup.util.versions import minor_of
 
 PYTHON_MINORS = ("3.10", "3.11", "3.12", "3.13", "3.14")
 # torch names its CUDA runtime in Requires-Dist: nvidia-cuda-runtime-cu12==12.8.90 (CUDA 12 wheels),
@@ -132,7 +133,7 @@ def cuda_of(torch_requirements: list[Requirement]) -> tuple[str, str] | None:
         if _CUDA_PACKAGES.match(canonicalize_name(req.name)):
             pinned = exact_pin([req], req.name)
             if pinned:
-                return ".".join(pinned.split(".")[:2]), str(req).split(";", 1)[0].strip()
+                return minor_of(pinned), str(req).split(";", 1)[0].strip()
     return None
 
 

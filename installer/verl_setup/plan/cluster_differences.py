@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from verl_setup.host.cluster_file import Cluster, ClusterNode
+from verl_setup.util.versions import minor_of
 
 if TYPE_CHECKING:
     from verl_setup.plan.select import Plan
@@ -54,7 +55,7 @@ def nodes_words(nodes: Sequence[str], total: int, shown: int = 4) -> str:
 
 def differences(cluster: Cluster, plan: Plan) -> tuple[Difference, ...]:
     """Every cross-node difference that matters to Ray or verl, the most common value first."""
-    minor = ".".join(plan.python.split(".")[:2])
+    minor = minor_of(plan.python)
     checks: list[tuple[str, Callable[[ClusterNode], str], str]] = [
         (
             f"Python {minor} on the nodes",

@@ -21,7 +21,7 @@ from verl_setup.plan.fit import (
     version_tuple,
 )
 from verl_setup.plan.target import Target
-from verl_setup.util.versions import DriverVersion, fmt
+from verl_setup.util.versions import DriverVersion, fmt, minor_of
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -219,7 +219,7 @@ def _forward_warnings(row: Row, target: Target, matrix: Matrix) -> list[str]:
         or driver is None
     ):
         return []
-    major, minor = req.cuda.split(".")[:2]
+    major, minor = minor_of(req.cuda).split(".")
     package = facts.package.format(major=major, minor=minor)
     out = [
         f"policy forward: CUDA {req.cuda} on driver {driver} works only inside the rendered image, which "
@@ -240,7 +240,7 @@ def _forward_warnings(row: Row, target: Target, matrix: Matrix) -> list[str]:
 
 def _planned_minor(row: Row, target: Target) -> str:
     wanted = target.python.value
-    return fmt(wanted[:2]) if wanted else ".".join(row.python.recommended.split(".")[:2])
+    return fmt(wanted[:2]) if wanted else minor_of(row.python.recommended)
 
 
 def _python_for(row: Row, target: Target) -> tuple[str, list[str]]:
@@ -256,7 +256,7 @@ def _python_for(row: Row, target: Target) -> tuple[str, list[str]]:
                 "use the same exact version on every Ray node"
             )
         return fmt(wanted), warnings
-    if fmt(wanted) == ".".join(row.python.recommended.split(".")[:2]):
+    if fmt(wanted) == minor_of(row.python.recommended):
         return row.python.recommended, []
     on_host = sorted(
         (p.version for p in target.host_pythons if p.version.startswith(fmt(wanted) + ".")),

@@ -19,7 +19,7 @@ from packaging.version import Version
 from verl_setup.errors import BadInputError
 from verl_setup.matrix.schema import ExtensionFacts, Row, RowsFile, TorchFrom, Trust, WheelSource
 from verl_setup.util.bounded import one_line
-from verl_setup.util.versions import parse_minor
+from verl_setup.util.versions import minor_of, parse_minor
 
 ENV_VAR = "VERL_SETUP_WHEEL_SOURCES"
 
@@ -193,18 +193,18 @@ def replaced(facts: ExtensionFacts, name: str, row: Row) -> str:
 
 def torch_minor(row: Row) -> str:
     """ "2.11" of torch 2.11.0+cu130."""
-    return ".".join(row.torch.version.split("+")[0].split(".")[:2])
+    return minor_of(row.torch.version)
 
 
 def index_url(pattern: str, row: Row) -> str:
     """An index URL pattern filled in for the row: {cuda_tag} cu130, {torch_minor} 2.11."""
     cuda = row.torch.cuda or ""
-    return pattern.format(cuda_tag="cu" + "".join(cuda.split(".")[:2]), torch_minor=torch_minor(row))
+    return pattern.format(cuda_tag="cu" + minor_of(cuda).replace(".", ""), torch_minor=torch_minor(row))
 
 
 def _served(source: WheelSource, row: Row, *, name: str, version: str, python: str, glibc: str | None) -> str:
     """ "" when one of the source's build sets holds the wheel, else why none does."""
-    minor = ".".join(python.split(".")[:2])
+    minor = minor_of(python)
     arch = row.requires.arch[0]
     reasons = []
     for served in source.serves:
@@ -245,7 +245,7 @@ def wheel_for(  # noqa: PLR0911  # one return per reason a wheel does not fit
     if facts is None or facts.url is None:
         return None, f"the matrix lists no prebuilt {name} wheels"
     release = facts.releases.get(version)
-    torch_minor = ".".join(row.torch.version.split("+")[0].split(".")[:2])
+    torch_minor = minor_of(row.torch.version)
     cuda_major = row.torch.cuda.split(".")[0] if row.torch.cuda else None
     arch = row.requires.arch[0]
     if release is None:
@@ -256,13 +256,13 @@ def wheel_for(  # noqa: PLR0911  # one return per reason a wheel does not fit
         return None, f"{name} {version} published no wheel for CUDA {cuda_major}"
     if arch not in release.arch:
         return None, f"{name} {version} published no {arch} wheel"
-    minor = ".".join(python.split(".")[:2])
+    minor = minor_of(python)
     if minor not in release.python:
         return None, f"{name} {version} published no wheel for Python {minor}"
     if glibc is not None and parse_minor(glibc, "glibc") < parse_minor(release.glibc, "glibc"):
         return None, f"its prebuilt wheels need glibc >= {release.glibc} and the target has {glibc}"
     abi = Version(torch_minor) >= Version(facts.cxx11abi_from_torch)
-    py = "cp" + "".join(python.split(".")[:2])
+    py = "cp" + minor_of(python).replace(".", "")
     url = facts.url.format(
         version=version,
         cuda_major=cuda_major,

@@ -23,6 +23,7 @@ from verl_setup.render.values import Container, EnvVar, environment, forward_com
 from verl_setup.scripts.import_probe import CHILD as PROBE_CODE
 from verl_setup.util.paths import data_dir
 from verl_setup.util.tokens import IMAGE
+from verl_setup.util.versions import minor_of
 from verl_setup.util.vocab import RENDER_TARGETS, suggest
 
 # Target -> (template, output file name, executable).
@@ -160,7 +161,7 @@ def context(plan: Plan, options: RenderOptions) -> dict[str, Any]:
         "plan": plan,
         "row": row,
         "python": plan.python,
-        "python_minor": ".".join(plan.python.split(".")[:2]),
+        "python_minor": minor_of(plan.python),
         "requirements": row.requirements(),
         "recipe": recipe,
         "left_out_json": _left_out_json(plan, recipe),

@@ -23,6 +23,7 @@ from pathlib import Path
 from verl_setup.errors import InstallError
 from verl_setup.plan.recipe import TORCH_FAMILY, ExtensionPlan, Recipe, Step
 from verl_setup.plan.select import Plan
+from verl_setup.util.versions import minor_of
 
 LOCK_TIMEOUT_S = 900.0
 VENV = ".venv"  # where `uv sync` puts the environment
@@ -130,7 +131,7 @@ def project(plan: Plan, recipe: Recipe) -> Project:
     built = tuple(n for n in row.sources if n not in recipe.left_out_sources)
     return Project(
         name=_project_name(row.id),
-        python_minor=".".join(plan.python.split(".")[:2]),
+        python_minor=minor_of(plan.python),
         dependencies=tuple(deps),
         indexes=tuple(indexes),
         sources=tuple(sources),

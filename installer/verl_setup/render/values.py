@@ -12,6 +12,7 @@ from packaging.version import Version
 from verl_setup.errors import BadInputError
 from verl_setup.matrix.schema import Row
 from verl_setup.plan.select import Plan
+from verl_setup.util.versions import minor_of
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -82,7 +83,7 @@ def _matching_toolkit(plan: Plan) -> str | None:
     if cuda is None:
         return None
     for path, version in plan.target.cuda_toolkits:
-        if ".".join(version.split(".")[:2]) == cuda:
+        if minor_of(version) == cuda:
             return path
     return None
 
@@ -111,7 +112,7 @@ def forward_compat(plan: Plan) -> ForwardCompat | None:
     req, facts = plan.row.requires, plan.matrix.cuda.facts.forward_compat
     if not plan.needs_forward_compat or facts is None or req.cuda is None:
         return None  # the driver runs this CUDA itself: nothing to add
-    major, minor = req.cuda.split(".")[:2]
+    major, minor = minor_of(req.cuda).split(".")
     fill = {"major": major, "minor": minor}
     return ForwardCompat(
         package=facts.package.format(**fill),

@@ -24,6 +24,11 @@ def shown(text: str) -> str:
     return repr(one_line(text, limit=80))
 
 
+def minor_of(version: str) -> str:
+    """The "X.Y" of a version string ("2.11.0+cu130" -> "2.11"); shorter input comes back as it is."""
+    return ".".join(version.split("+", 1)[0].split(".")[:2])
+
+
 def parse_count(text: str, what: str, maximum: int) -> int:
     """A whole number 0..maximum in ASCII digits; BadInputError naming the value otherwise."""
     m = _COUNT_RE.fullmatch(text)

@@ -29,6 +29,7 @@ from verl_setup.plan.build_host import build_jobs
 from verl_setup.plan.select import Plan
 from verl_setup.util.runner import ProgramError, follow, run
 from verl_setup.util.uvbin import find_uv
+from verl_setup.util.versions import minor_of
 from verl_setup.util.vocab import suggest
 from verl_setup.util.wheelhouse import Manifest, Wheelhouse, add_build_record, sha256_of
 from verl_setup.wheelbuild.source import fetch_source
@@ -123,7 +124,7 @@ def build_wheelhouse(options: BuildOptions, env: Mapping[str, str], progress: Pr
     if row.torch.cuda is None:
         raise BadInputError(f"row {row.id} has a CPU torch: it has no CUDA extensions to build")
     house = Wheelhouse(options.out)
-    py_tag = "cp" + "".join(plan.python.split(".")[:2])
+    py_tag = "cp" + minor_of(plan.python).replace(".", "")
     wheel_platform = f"linux_{plan.target.arch.value or platform.machine()}"
     wanted, outcomes = [], []
     for name, version in row_extensions(plan, options.only):
@@ -307,7 +308,7 @@ def _build_one(ctx: _Context, name: str, version: str) -> Outcome:
         version=version,
         torch=plan.row.torch.version,
         cuda=cuda,
-        python="cp" + "".join(plan.python.split(".")[:2]),
+        python="cp" + minor_of(plan.python).replace(".", ""),
         abi=abi,
         arch_list=archs,
         platform=wheel.name.rsplit("-", 1)[-1].removesuffix(".whl"),

@@ -16,7 +16,7 @@ from verl_setup.doctor.probes.env import torch_cuda
 from verl_setup.doctor.result import CheckResult, Evidence, Finding, fold, skip
 from verl_setup.host.system import toolkit_version
 from verl_setup.matrix.cuda import CudaRules
-from verl_setup.util.versions import DriverVersion, parse_minor
+from verl_setup.util.versions import DriverVersion, minor_of, parse_minor
 
 ID = "cuda"
 _SONAME = re.compile(r"^libcudart\.so\.(\d+)(?:\.(\d+)(?:\.\d+)?)?$")
@@ -251,7 +251,7 @@ def _toolkits(ctx: Context, rules: CudaRules, drv: DriverVersion, evidence: list
     findings = []
     for version, where in found.values():
         evidence.append(Evidence(name="toolkit", value=version, source=where))
-        short = ".".join(version.split(".")[:2])
+        short = minor_of(version)
         floor, full = rules.family_floor(short), rules.full_support(short)
         newest = rules.newest_cuda(drv)
         if floor is not None and drv < floor:
@@ -317,7 +317,7 @@ def _cudart_version(lib: Path) -> tuple[int, int] | None:
     for home in (lib.parent.parent, lib.parent.parent.parent):
         version, _ = toolkit_version(home.resolve())
         if version:
-            return parse_minor(".".join(version.split(".")[:2]), "CUDA")
+            return parse_minor(minor_of(version), "CUDA")
     return None
 
 

@@ -9,6 +9,7 @@ from pathlib import Path
 from verl_setup.doctor.context import Context
 from verl_setup.doctor.probes.env import TargetEnv
 from verl_setup.doctor.result import CheckResult, Evidence, Finding, fold, skip
+from verl_setup.util.versions import minor_of
 
 ID = "python"
 PY_EXECUTABLE_KEY = "ray_kwargs.ray_init.runtime_env.py_executable"
@@ -43,7 +44,7 @@ def _row(ctx: Context, target: TargetEnv, evidence: list[Evidence]) -> list[Find
         evidence.append(Evidence(name="row", value="none", source=how))
         return [Finding(status="pass", message=f"Python {target.version} (no matrix row to compare: {how})")]
     evidence.append(Evidence(name="row", value=row.id, source=how))
-    minor = ".".join(target.version.split(".")[:2])
+    minor = minor_of(target.version)
     supported = ", ".join(row.python.supported)
     if minor in row.python.supported:
         return [

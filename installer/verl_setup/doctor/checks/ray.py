@@ -9,6 +9,7 @@ from verl_setup.doctor.checks.ray_local import auth_token_findings, check_local_
 from verl_setup.doctor.context import Context
 from verl_setup.doctor.probes.ray_probe import CHILD_TIMEOUT, LOOPBACK, RayReading, address_file
 from verl_setup.doctor.result import CheckResult, Evidence, Finding, fold
+from verl_setup.util.versions import minor_of
 
 ID = "ray"
 LOOPBACK_FIX = (
@@ -186,7 +187,7 @@ def _versions(
         same = (
             target.version == cluster_py
             if level == "patch"
-            else target.version.split(".")[:2] == str(cluster_py).split(".")[:2]
+            else minor_of(target.version) == minor_of(str(cluster_py))
         )
         if not same:
             findings.append(
