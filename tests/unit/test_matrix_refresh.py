@@ -20,7 +20,7 @@ from verl_setup.maintenance.metadata import (
     requirements_of,
     serves_python,
 )
-from verl_setup.maintenance.resolved import Resolution, load_resolved, record_resolved
+from verl_setup.matrix.resolved import Resolution, load_resolved, record_resolved
 
 COMPILED = """\
 six==1.17.0 \\

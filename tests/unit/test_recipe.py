@@ -20,6 +20,7 @@ from verl_setup.host.facts import HostFacts
 from verl_setup.plan.recipe import Choice, build_recipe
 
 SENTINEL = "OVERRIDES"
+CLOSURE = "CONSTRAINTS"
 
 
 def _normalise(tokens: list[str]) -> list[str]:
@@ -31,7 +32,8 @@ def _normalise(tokens: list[str]) -> list[str]:
         elif arg == "--python":
             skip = True
         elif arg != "--no-cache":
-            out.append(SENTINEL if i > 0 and tokens[i - 1] == "--override" else arg)
+            previous = tokens[i - 1] if i > 0 else ""
+            out.append(SENTINEL if previous == "--override" else CLOSURE if previous == "--constraint" else arg)
     return out
 
 
@@ -99,27 +101,21 @@ def test_install_script_dockerfile_and_definition_run_the_same_uv_steps(
     scenario: Scenario, tmp_path: Path
 ) -> None:
     expected = from_install(scenario)
-    assert len(expected) >= 3  # torch, the engine or companions, verl at least
+    assert len(expected) >= 1  # the row in one resolve at least
     assert from_script(scenario, tmp_path) == expected
     assert from_dockerfile(scenario) == expected
     assert from_definition(scenario) == expected
 
 
-def test_the_order_is_torch_then_engine_then_flash_attn_then_verl() -> None:
+def test_the_order_is_the_row_in_one_resolve_then_flash_attn_built_against_its_torch() -> None:
     (scenario,) = [s for s in SCENARIOS if s.name == "h200-drv580-py312-vllm"]  # builds flash-attn
     recipe = build_recipe(plan_for(scenario), flash_attn="build", nvcc_version="13.0", cores=8, memory_gib=64)
-    assert [s.name for s in recipe.steps] == [
-        "torch",
-        "engine",
-        "flash-attn-build-requires",
-        "flash-attn",
-        "verl",
-    ]
-    fa = recipe.steps[3]
+    assert [s.name for s in recipe.steps] == ["verl", "flash-attn-build-requires", "flash-attn"]
+    fa = recipe.steps[2]
     assert fa.no_build_isolation
     assert dict(fa.env) == {"MAX_JOBS": "8"}
     assert "flash-attn==2.8.3" in fa.requirements
-    assert not any(r.startswith("flash-attn") for r in recipe.steps[-1].requirements)
+    assert not any(r.startswith("flash-attn") for r in recipe.steps[0].requirements)
     assert "flash-attn==2.8.3" in recipe.verify_pins
 
 
@@ -128,7 +124,7 @@ def test_max_jobs_follows_memory_when_memory_is_the_limit() -> None:
     recipe = build_recipe(
         plan_for(scenario), flash_attn="build", nvcc_version="13.0", cores=64, memory_gib=24
     )
-    assert dict(recipe.steps[3].env) == {"MAX_JOBS": "6"}
+    assert dict(recipe.steps[2].env) == {"MAX_JOBS": "6"}
 
 
 def test_a_prebuilt_wheel_is_chosen_for_torch_2_6_with_the_old_abi_and_the_python() -> None:
@@ -162,7 +158,7 @@ def test_a_user_source_comes_before_the_matrix_s(tmp_path: Path) -> None:
     assert fa.index_url == tmp_path.as_uri() + "/"
     step = build_recipe(plan_for(scenario), wheel_sources=(str(tmp_path),)).step("flash-attn")
     assert step is not None
-    args = step.pip_args("o")
+    args = step.pip_args("o", "c")
     assert args[args.index("--no-build-package") + 1] == "flash-attn"  # never PyPI's sdist
     with pytest.raises(BadInputError, match="no such folder"):
         build_recipe(plan_for(scenario), wheel_sources=(str(tmp_path / "missing"),))
@@ -234,8 +230,7 @@ def test_transformer_engine_builds_in_its_own_step_after_torch_with_its_build_se
         memory_gib=64,
     )
     names = [s.name for s in recipe.steps]
-    assert names.index("torch") < names.index("engine") < names.index("transformer-engine-torch")
-    assert names.index("transformer-engine-torch") < names.index("verl")
+    assert names.index("transformer-engine-torch") > names.index("verl")
     te = recipe.step("transformer-engine-torch")
     assert te is not None
     assert te.no_build_isolation
@@ -244,7 +239,7 @@ def test_transformer_engine_builds_in_its_own_step_after_torch_with_its_build_se
     apex = recipe.step("apex")
     assert apex is not None
     assert "apex @ git+https://github.com/NVIDIA/apex.git" in apex.requirements
-    assert apex.pip_args("o")[-4:] == [
+    assert apex.pip_args("o", "c")[-4:] == [
         "--config-settings", "--build-option=--cpp_ext", "--config-settings", "--build-option=--cuda_ext",
     ]  # fmt: skip
     assert "transformer-engine-torch==2.16.1" in recipe.verify_pins
@@ -293,7 +288,7 @@ def test_megatron_bridges_come_last_without_dependencies_and_a_git_source_may_be
         "megatron-bridge==0.5.0",
         "mbridge @ git+https://github.com/ISEEKYAN/mbridge.git@641a5a0",
     )
-    assert recipe.steps[-1].pip_args("o")[-1] == "--no-deps"
+    assert recipe.steps[-1].pip_args("o", "c")[-1] == "--no-deps"
     verl = recipe.step("verl")
     assert verl is not None
     assert not [r for r in verl.requirements if r.startswith(("mbridge", "megatron-bridge"))]

@@ -83,7 +83,7 @@ def test_with_no_whole_wheel_for_its_version_the_row_keeps_the_pypi_split_and_re
     assert f"no {TE} 2.15.0; no transformer-engine 2.15.0" in message
     assert "verl-setup wheelhouse build --row verl0.8-vllm0.20.2-megatron" in message
     built = build_recipe(plan, extensions={TE: "build", "apex": "build"}, nvcc_version="13.0", cores=2)
-    assert "transformer-engine-cu13==2.15.0" in built.step("engine").requirements  # type: ignore[union-attr]
+    assert "transformer-engine-cu13==2.15.0" in built.step("verl").requirements  # type: ignore[union-attr]
 
 
 @pytest.mark.parametrize("as_url", [False, True], ids=["path", "file-url"])
@@ -133,7 +133,7 @@ def test_a_folder_with_only_the_torch_module_keeps_the_companions(tmp_path: Path
     assert te.distribution is None
     assert te.url is not None
     assert te.url.endswith(MODULE)
-    assert "transformer-engine-cu13==2.16.1" in pinned.step("engine").requirements  # type: ignore[union-attr]
+    assert "transformer-engine-cu13==2.16.1" in pinned.step("verl").requirements  # type: ignore[union-attr]
     assert "transformer-engine-torch==2.16.1" in pinned.verify_pins
 
 

@@ -92,7 +92,7 @@ def run_show(args: argparse.Namespace, env: Mapping[str, str], out: TextIO) -> i
 
 def run_validate(args: argparse.Namespace, env: Mapping[str, str], out: TextIO) -> int:  # noqa: ARG001  # every command's signature
     """Every problem of a rows file as file:line: row: key: message; exit 2 when there is one."""
-    from verl_setup.maintenance.resolved import floor_problems  # noqa: PLC0415  # only validate needs it
+    from verl_setup.matrix.resolved import floor_problems  # noqa: PLC0415  # only validate needs it
 
     path = (args.file or default_matrix_path()).resolve()
     problems, matrix = check(path)

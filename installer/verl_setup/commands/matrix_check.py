@@ -9,8 +9,8 @@ from typing import TextIO
 from verl_setup.environment.uv import uv_env
 from verl_setup.errors import CheckFailedError
 from verl_setup.maintenance.check import RowCheck, check_row, default_index, indexes_for
-from verl_setup.maintenance.resolved import load_resolved, record_resolved
 from verl_setup.matrix.load import Matrix
+from verl_setup.matrix.resolved import load_resolved, record_resolved
 from verl_setup.output import Progress, emit
 from verl_setup.util.uvbin import find_uv
 

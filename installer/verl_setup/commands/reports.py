@@ -82,6 +82,7 @@ def selected_lines(plan: Plan, suffix: str = "") -> list[str]:
         f"torch {row.torch.version}{cuda}, Python {plan.python} (policy {plan.policy}){suffix}",
         f"proof      {proof}",
         "install    " + " ".join(row.requirements()),
+        f"closure    {plan.closure.words()}",
     ]
     if plan.index_url:
         lines.append(f"index      torch from {plan.index_url}")

@@ -89,7 +89,7 @@ def build(job: Job, progress: Progress) -> tuple[Job, dict[str, Any], Report]:
     )
     job = _make_venv(job, progress)
     final = job.recipe.step("verl")
-    write_inputs(row, job.staging / INPUTS, final.requirements if final else None)
+    write_inputs(row, job.staging / INPUTS, final.requirements if final else None, job.recipe.constraints)
     for command in job.commands[1:]:
         title = command.step.title if command.step else f"syncing {lock.path.name if lock else 'the lock'}"
         progress.step(command.what, title)

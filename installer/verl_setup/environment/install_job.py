@@ -72,6 +72,7 @@ def uv_commands(
     venv = venv_command(uv, path=staging, python=choice.request) + offline[:1]
     commands = [Command(what="venv", argv=venv)]
     overrides = str(staging / INPUTS / "overrides.txt")
+    constraints = str(staging / INPUTS / "constraints.txt")
     if lock is not None:
         # Every distribution of a lock is a hashed wheel (flash-attn included, when a prebuilt
         # wheel exists), so one sync installs them without building anything; a flash-attn that
@@ -94,7 +95,8 @@ def uv_commands(
     else:
         steps = list(recipe.steps)
     for step in steps:
-        argv = [uv, "pip", "install", "--python", python_exe, *step.pip_args(overrides), *offline]
+        pip_args = step.pip_args(overrides, constraints)
+        argv = [uv, "pip", "install", "--python", python_exe, *pip_args, *offline]
         commands.append(Command(what=step.name, argv=argv, env=step.env, step=step))
     return commands
 

@@ -11,6 +11,7 @@ the plain commands that install it (PEP 751's pylock.toml: environment/pylock.py
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import re
 import shlex
@@ -254,8 +255,9 @@ def after_lock(recipe: Recipe) -> list[Step]:
     """The recipe's steps a lock leaves to after its wheels: a package built against torch (and
     what its build needs), and the packages installed without their dependencies."""
     built = [e.name for e in recipe.extensions if e.mode == "build"]
+    # The lock pins every distribution already: these steps need no closure file beside it.
     return [
-        s
+        dataclasses.replace(s, constraints=False, exclude_newer=None)
         for s in recipe.steps
         if s.name in built or s.name.removesuffix("-build-requires") in built or s.no_deps
     ]
@@ -267,7 +269,8 @@ def then_commands(recipe: Recipe) -> str | None:
     commands = []
     for step in after_lock(recipe):
         env = "".join(f"{k}={shlex.quote(v)} " for k, v in step.env if k != "MAX_JOBS")
-        commands.append(env + shlex.join(["uv", "pip", "install", *step.pip_args("overrides.txt")]))
+        pip_args = step.pip_args("overrides.txt", "constraints.txt")
+        commands.append(env + shlex.join(["uv", "pip", "install", *pip_args]))
     return "; ".join(commands) or None
 
 
@@ -282,7 +285,7 @@ def resolve(plan: Plan, recipe: Recipe, *, uv: str, env: Mapping[str, str], extr
     requirements = list(final.requirements if final else row.requirements())
     requirements += [e.requirement for e in recipe.extensions if e.mode == "wheel"]
     with tempfile.TemporaryDirectory(prefix="verl-setup-lock-") as tmp:
-        _, overrides = write_inputs(row, Path(tmp), requirements)
+        _, overrides = write_inputs(row, Path(tmp), requirements, recipe.constraints)
         # Relative input names, run from the folder: uv's "# via -r requirements.in" notes then
         # read the same on every machine.
         argv = compile_command(
@@ -293,6 +296,8 @@ def resolve(plan: Plan, recipe: Recipe, *, uv: str, env: Mapping[str, str], extr
             requirements=Path("requirements.in"),
             overrides=None if overrides is None else Path(overrides.name),
             hashes=True,
+            constraints=Path("constraints.txt") if recipe.constraints else None,
+            exclude_newer=recipe.closure.exclude_newer if recipe.closure else None,
         )
         argv += extra
         try:

@@ -27,9 +27,10 @@ def python_platform(row: Row) -> str:
 
 
 def write_inputs(
-    row: Row, folder: Path, requirements_lines: Sequence[str] | None = None
+    row: Row, folder: Path, requirements_lines: Sequence[str] | None = None, constraints: Sequence[str] = ()
 ) -> tuple[Path, Path | None]:
-    """requirements.in (the row's pins unless given) and overrides.txt when the row has overrides."""
+    """requirements.in (the row's pins unless given), overrides.txt when the row has overrides, and
+    constraints.txt (the row's closure) when it has one."""
     folder.mkdir(parents=True, exist_ok=True)
     requirements = folder / "requirements.in"
     lines = row.requirements() if requirements_lines is None else requirements_lines
@@ -38,6 +39,8 @@ def write_inputs(
     if row.overrides:
         overrides = folder / "overrides.txt"
         overrides.write_text("\n".join(row.overrides) + "\n", encoding="utf-8")
+    if constraints:
+        (folder / "constraints.txt").write_text("\n".join(constraints) + "\n", encoding="utf-8")
     return requirements, overrides
 
 
@@ -50,6 +53,8 @@ def compile_command(
     requirements: Path,
     overrides: Path | None,
     hashes: bool = False,
+    constraints: Path | None = None,
+    exclude_newer: str | None = None,
 ) -> list[str]:
     """`uv pip compile` for the row's target Python and platform, from any machine."""
     argv = [
@@ -62,6 +67,10 @@ def compile_command(
     ]  # fmt: skip
     if overrides is not None:
         argv += ["--override", str(overrides)]
+    if constraints is not None:
+        argv += ["--constraint", str(constraints)]
+    if exclude_newer is not None:
+        argv += ["--exclude-newer", exclude_newer]
     argv += index_flags(matrix.index_url(row))
     argv += binary_only(matrix.rows_file.built_from_sdist(row))
     if hashes:

@@ -29,8 +29,8 @@ from verl_setup.environment.uv import compile_command, explain_failure, python_p
 from verl_setup.errors import InstallError
 from verl_setup.maintenance.floors import Floor, floor_from_index
 from verl_setup.maintenance.index import Index, Release, configured_index
-from verl_setup.maintenance.resolved import Resolution
 from verl_setup.matrix.load import Matrix
+from verl_setup.matrix.resolved import Resolution
 from verl_setup.matrix.schema import Row
 
 COMPILE_TIMEOUT_S = 900.0

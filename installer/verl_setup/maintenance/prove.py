@@ -31,9 +31,9 @@ from verl_setup.environment.uv import uv_env
 from verl_setup.errors import CheckFailedError, InstallError
 from verl_setup.maintenance.check import default_index, floor_above, resolution_of, row_floor
 from verl_setup.maintenance.floors import Floor
-from verl_setup.maintenance.resolved import Resolution, record_resolved
 from verl_setup.matrix.load import Matrix
 from verl_setup.matrix.proof import Evidence, record, today
+from verl_setup.matrix.resolved import Resolution, record_resolved
 from verl_setup.matrix.schema import Row
 from verl_setup.output import Progress, emit
 from verl_setup.util.runner import ProgramError, run, stream

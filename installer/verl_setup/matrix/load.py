@@ -11,8 +11,10 @@ from packaging.version import InvalidVersion, Version
 
 from verl_setup.errors import BadInputError
 from verl_setup.matrix.cache import cached
+from verl_setup.matrix.closure import Closure, closure_for
 from verl_setup.matrix.cuda import CudaRules
 from verl_setup.matrix.proof import PROOF_FILE, Level, ProofBook, load_proof
+from verl_setup.matrix.resolved import Resolution, load_resolved, resolved_path, target_key
 from verl_setup.matrix.schema import CudaFile, Row, RowsFile
 from verl_setup.util.bounded import one_line
 from verl_setup.util.databuild import Builder
@@ -56,6 +58,28 @@ class Matrix:
         record = self.proof.rows.get(row.id)
         return "-" if level is None or record is None else words(level, record.left_out())
 
+    def resolution(self, row: Row) -> Resolution | None:
+        """The row's recorded resolution (resolved.yaml beside the rows file), while it is for the
+        row as it stands now; an edited row has none until it is resolved again."""
+        found = _resolutions(self.path, _stamp(resolved_path(self.path))).get(row.id)
+        return found if found is not None and found.row_sha256 == row.content_hash() else None
+
+    def closure(self, row: Row, python: str, arch: str | None) -> Closure:
+        """What an install of the row holds its transitive packages to, for this Python and arch."""
+        found = self.resolution(row)
+        target_arch = arch or row.requires.arch[0]
+        pins = None if found is None else found.pins_for(target_key(python, target_arch))
+        return closure_for(
+            pins,
+            row=row.id,
+            python=python,
+            arch=target_arch,
+            recorded=None if found is None else found.recorded,
+            level=self.proof_words(row),
+            any_recorded=found is not None,
+            dated_index=self.index_url(row) is None,
+        )
+
     @property
     def rows(self) -> tuple[Row, ...]:
         """Rows in file order (earlier rows win ties in selection)."""
@@ -82,6 +106,12 @@ def _stamp(path: Path) -> tuple[int, int]:
     except OSError:
         return (0, 0)
     return (info.st_mtime_ns, info.st_size)
+
+
+@lru_cache(maxsize=8)
+def _resolutions(rows_path: Path, _stamp: tuple[int, int]) -> dict[str, Resolution]:
+    path = resolved_path(rows_path)
+    return cached("resolved", (path,), dict, lambda: load_resolved(rows_path)) if path.exists() else {}
 
 
 @lru_cache(maxsize=8)

@@ -1,8 +1,9 @@
 """Plan -> Recipe: the one ordered install procedure, as typed steps, which `install` executes,
 `render venv` prints as a shell script and `render docker` as a Dockerfile. Order: the venv with
-the exact Python, torch from its index, the engine and its companions (torch pinned again), each
-package built against torch (flash-attn, TransformerEngine's torch module, apex) in a step of its
-own (a prebuilt wheel, a build on request, or left out), then verl with every pin again, then
+the exact Python, then verl, torch (from its index), the engine and every pin in one resolve, each
+held to the row's closure (its proven set, as uv constraints); then each package built against
+torch (flash-attn, TransformerEngine's torch module, apex) in a step of its own (a prebuilt wheel,
+a build on request, or left out); then the packages installed without their dependencies; then
 verify. A new step is written here once."""
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from dataclasses import dataclass, field, replace
 from typing import Literal
 
 from verl_setup.errors import BadInputError, InstallError
+from verl_setup.matrix.closure import Closure
 from verl_setup.matrix.schema import ExtensionFacts, Row, WheelSource
 from verl_setup.plan.build_host import GIB_PER_BUILD_JOB, build_jobs, memory_gib, nvcc_version
 from verl_setup.plan.refusal import refusal, without_reason
@@ -79,12 +81,18 @@ class Step:
     no_build: tuple[str, ...] = ()  # packages that must come as wheels (never their sdist)
     config_settings: tuple[str, ...] = ()
     env: tuple[tuple[str, str], ...] = ()
+    constraints: bool = False  # the recipe's closure file (--constraint)
+    exclude_newer: str | None = None  # a target without a recorded closure: the index as it stood
     # Wheels only, except these sdists (the row's `sdists`, and the package a build step builds).
     sdists: tuple[str, ...] = ()
 
-    def pip_args(self, overrides_file: str) -> list[str]:
+    def pip_args(self, overrides_file: str, constraints_file: str) -> list[str]:
         """Everything after `uv pip install --python PY`: the same in all three renderings."""
         args = list(self.requirements)
+        if self.constraints:
+            args += ["--constraint", constraints_file]
+        if self.exclude_newer is not None:
+            args += ["--exclude-newer", self.exclude_newer]
         if self.index_url is not None:
             args += ["--extra-index-url", self.index_url]
         if self.extra_index_url is not None:
@@ -118,6 +126,8 @@ class Recipe:
     verify_pins: tuple[str, ...] = field(default=())
     warnings: tuple[str, ...] = ()
     sdists: tuple[str, ...] = ()  # built from their sdist on purpose; everything else is a wheel
+    constraints: tuple[str, ...] = ()  # the closure as `name==version`, every step's --constraint
+    closure: Closure | None = None
 
     def step(self, name: StepName) -> Step | None:
         """The step of that name, if the recipe has one."""
@@ -177,53 +187,39 @@ def build_recipe(
     rest = tuple(r for r in reqs[1:] if _name(r) not in (*TORCH_FAMILY, *facts, *dropped, *loose))
     index, overrides = plan.index_url, bool(row.overrides)
     sdists = plan.matrix.rows_file.built_from_sdist(row)
-    steps = [
-        Step(
-            name="torch",
-            title=f"torch {row.torch.version}" + (f" (CUDA {row.torch.cuda})" if row.torch.cuda else ""),
-            requirements=torch_reqs,
-            index_url=index,
-            overrides=overrides,
-        ),
-    ]
-    if rest:
-        engine = "the engine and its companions" if row.engine.name != "none" else "the companions"
-        steps.append(
-            Step(
-                name="engine",
-                title=engine,
-                requirements=torch_reqs + rest,
-                index_url=index,
-                overrides=overrides,
-            )
-        )
+    engine = "no engine" if row.engine.name == "none" else f"{row.engine.name} {row.engine.version}"
+    # One resolve for the whole row: with every package below the pins held to the closure there
+    # is nothing left for a later step to move, so torch, the engine and verl go in together.
+    title = f"verl {row.verl.version}, torch {row.torch.version}, {engine} and every pin (one resolve)"
+    reqs_all = (verl_req, *torch_reqs, *rest)
+    steps = [Step(name="verl", title=title, requirements=reqs_all, index_url=index, overrides=overrides)]
     warnings: list[str] = []
     for ext in plans:
         new_steps, warning = _extension_steps(ext, facts[ext.name], torch_reqs, index)
         steps += new_steps
         warnings += [warning] if warning else []
-    steps.append(
-        Step(
-            name="verl",
-            title=f"verl {row.verl.version}, with every pin again so nothing drifts",
-            requirements=(verl_req, *torch_reqs, *rest),
-            index_url=index,
-            overrides=overrides,
-        )
-    )
     skipped = tuple(n for n in row.sources if asked.get(n) == "without")
     if set(loose) - set(skipped):
         steps.append(_loose_step(row, skipped))
     warnings += [
         f"{n} left out (--without {n}): its source {row.sources[n]} is not installed" for n in skipped
     ]
+    # A direct reference or a whole-project wheel is not the closure's to hold (its pin there is
+    # the index's release of that name, not the file the row installs).
+    closure, whole = plan.closure, tuple(e.distribution for e in plans if e.distribution)
+    held, newer = closure.constraints((*row.sources, *facts, *whole)), closure.exclude_newer
     verify = [r for r in reqs if _name(r) not in (*facts, *dropped, *row.sources)]
     verify += [f"{e.name}=={e.version}" for e in plans if e.mode != "without" and not facts[e.name].build]
     recipe = Recipe(
         row=row,
         python=plan.python,
         overrides=row.overrides,
-        steps=tuple(replace(s, sdists=(*sdists, *s.sdists)) for s in steps),
+        steps=tuple(
+            replace(s, sdists=(*sdists, *s.sdists), constraints=bool(held), exclude_newer=newer)
+            for s in steps
+        ),
+        constraints=held,
+        closure=closure,
         extensions=tuple(plans),
         left_out_sources=skipped,
         verify_pins=tuple(verify),

@@ -8,6 +8,7 @@ from typing import Any
 from packaging.version import Version
 
 from verl_setup.errors import NoCompatibleRowError
+from verl_setup.matrix.closure import Closure
 from verl_setup.matrix.load import Matrix
 from verl_setup.matrix.proof import rank
 from verl_setup.matrix.schema import Row, Unfit
@@ -50,6 +51,15 @@ class Plan:
     matrix: Matrix
     index_url: str | None
     unfit: tuple[Unfit, ...] = ()  # engine releases the matrix says the asked verl line excludes
+    # A closure other than the recorded one: a fresh resolution (`--upgrade`), or a lock's.
+    closure_override: Closure | None = None
+
+    @property
+    def closure(self) -> Closure:
+        """What the install holds every package below the row's pins to, on this target."""
+        if self.closure_override is not None:
+            return self.closure_override
+        return self.matrix.closure(self.row, self.python, self.target.arch.value)
 
     @property
     def needs_forward_compat(self) -> bool:
@@ -61,6 +71,7 @@ class Plan:
         return {
             "row": self.row.to_dict(),
             "proof": self.matrix.proof_json(self.row),
+            "closure": self.closure.to_json(),
             "python": self.python,
             "policy": self.policy,
             "index_url": self.index_url,

@@ -166,6 +166,7 @@ def context(plan: Plan, options: RenderOptions) -> dict[str, Any]:
         "recipe": recipe,
         "left_out_json": _left_out_json(plan, recipe),
         "overrides_sentinel": OVERRIDES_SENTINEL,
+        "constraints_sentinel": CONSTRAINTS_SENTINEL,
         "probe_code": quoting.verbatim(PROBE_CODE),
         "gpu_only_json": json.dumps(row.gpu_only_imports, sort_keys=True),
         "known_json": json.dumps(row.known_broken_imports, sort_keys=True)
@@ -200,6 +201,7 @@ def context(plan: Plan, options: RenderOptions) -> dict[str, Any]:
 
 
 OVERRIDES_SENTINEL = "@OVERRIDES@"  # where each rendering puts its own overrides file
+CONSTRAINTS_SENTINEL = "@CONSTRAINTS@"  # and its own closure (constraints) file
 
 
 def _left_out_json(plan: Plan, recipe: Recipe | None) -> str:

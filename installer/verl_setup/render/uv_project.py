@@ -17,7 +17,7 @@ import shlex
 import shutil
 import tempfile
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from verl_setup.errors import InstallError
@@ -167,7 +167,10 @@ def _left_out(ext: ExtensionPlan, recipe: Recipe) -> LeftOut:
 def _command(step: Step) -> str:
     """The step as one shell line against the project's venv (what setup-venv.sh runs)."""
     env = " ".join(f"{k}={shlex.quote(v)}" for k, v in step.env)
-    argv = ["uv", "pip", "install", "--python", f"{VENV}/bin/python", *step.pip_args("overrides.txt")]
+    # After `uv sync` the project's lock holds every distribution: no closure file is needed.
+    step = replace(step, constraints=False, exclude_newer=None)
+    pip_args = step.pip_args("overrides.txt", "constraints.txt")
+    argv = ["uv", "pip", "install", "--python", f"{VENV}/bin/python", *pip_args]
     return (f"{env} " if env else "") + shlex.join(argv)
 
 

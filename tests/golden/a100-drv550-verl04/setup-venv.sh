@@ -91,20 +91,226 @@ else
   run "$UV" venv --python "$PYTHON_EXE" "$VENV"
 fi
 
-# 4. torch: torch 2.6.0 (CUDA 12.4).
-run "$UV" pip install --python "$VENV/bin/python" torch==2.6.0 torchvision==0.21.0 torchaudio==2.6.0 --only-binary :all: --no-binary antlr4-python3-runtime --no-binary flashinfer-python
-# 5. engine: the engine and its companions.
-run "$UV" pip install --python "$VENV/bin/python" torch==2.6.0 torchvision==0.21.0 torchaudio==2.6.0 vllm==0.8.5 ray==2.47.1 transformers==4.51.3 tensordict==0.6.2 numpy==1.26.4 setuptools==80.10.2 pyarrow==20.0.0 datasets==4.0.0 --only-binary :all: --no-binary antlr4-python3-runtime --no-binary flashinfer-python
-# 6. flash-attn: flash-attn 2.7.4.post1 (prebuilt for torch 2.6, CUDA 12, cp310, C++11 ABI FALSE, from flash-attn-releases).
+INPUTS=$(mktemp -d)
+trap 'rm -rf "$INPUTS"' EXIT
+# The row's closure (recorded 2026-12-02, proven to imports (without flash-attn): 202 distributions held (Python 3.10 x86_64)):
+# every package below the row's pins is held to the set it was proven with, so this script
+# installs the same set today and next month.
+CONSTRAINTS="$INPUTS/constraints.txt"
+printf '%s\n' \
+  accelerate==1.15.0 \
+  agent-detector==2.0.0 \
+  aiohappyeyeballs==2.7.1 \
+  aiohttp==3.14.5 \
+  aiohttp-cors==0.8.1 \
+  aiosignal==1.4.0 \
+  airportsdata==20260315 \
+  annotated-doc==0.0.6 \
+  annotated-types==0.8.0 \
+  antlr4-python3-runtime==4.9.3 \
+  anyio==4.16.0 \
+  astor==0.8.1 \
+  async-timeout==5.0.1 \
+  attrs==26.1.0 \
+  blake3==1.0.10 \
+  cachetools==7.3.3 \
+  certifi==2026.10.19.post1 \
+  cffi==2.1.1 \
+  charset-normalizer==3.5.3 \
+  click==8.5.1 \
+  cloudpickle==3.1.3 \
+  codetiming==1.4.0 \
+  colorful==0.5.8 \
+  compressed-tensors==0.9.3 \
+  cryptography==50.0.2 \
+  cupy-cuda12x==13.6.0 \
+  datasets==4.0.0 \
+  deprecated==1.3.1 \
+  depyf==0.18.0 \
+  detect-installer==0.2.1 \
+  dill==0.3.8 \
+  diskcache==5.6.3 \
+  distlib==0.4.4 \
+  dnspython==2.8.0 \
+  einops==0.8.2 \
+  email-validator==2.4.0 \
+  exceptiongroup==1.3.2 \
+  fastapi==0.141.1 \
+  fastapi-cli==0.0.33 \
+  fastapi-cloud-cli==0.28.0 \
+  fastar==0.12.0 \
+  fastrlock==0.8.4 \
+  filelock==4.1.0 \
+  frozenlist==1.8.0 \
+  fsspec==2025.3.0 \
+  gguf==0.19.0 \
+  gitdb==4.0.12 \
+  gitpython==3.2.1 \
+  google-api-core==2.30.3 \
+  google-auth==2.63.0 \
+  googleapis-common-protos==1.75.0 \
+  grpcio==1.85.3 \
+  h11==0.16.0 \
+  hf-xet==1.8.0 \
+  httpcore==1.0.9 \
+  httpcore2==2.14.0 \
+  httptools==0.9.0 \
+  httpx==0.28.1 \
+  httpx2==2.14.0 \
+  huggingface-hub==0.36.2 \
+  hydra-core==1.3.8 \
+  idna==3.20 \
+  importlib-metadata==8.0.0 \
+  interegular==0.3.3 \
+  jinja2==3.1.6 \
+  jiter==0.18.0 \
+  jsonschema==4.26.0 \
+  jsonschema-specifications==2025.9.1 \
+  lark==1.2.2 \
+  llguidance==0.7.30 \
+  llvmlite==0.44.0 \
+  lm-format-enforcer==0.10.12 \
+  markdown-it-py==4.3.0 \
+  markupsafe==3.0.4 \
+  mdurl==0.1.2 \
+  mistral-common==1.12.0 \
+  mpmath==1.3.0 \
+  msgpack==1.2.4 \
+  msgspec==0.23.0 \
+  multidict==7.1.0 \
+  multiprocess==0.70.16 \
+  nest-asyncio==1.6.0 \
+  networkx==3.4.2 \
+  ninja==1.13.2 \
+  numba==0.61.2 \
+  numpy==1.26.4 \
+  nvidia-cublas-cu12==12.4.5.8 \
+  nvidia-cuda-cupti-cu12==12.4.127 \
+  nvidia-cuda-nvrtc-cu12==12.4.127 \
+  nvidia-cuda-runtime-cu12==12.4.127 \
+  nvidia-cudnn-cu12==9.1.0.70 \
+  nvidia-cufft-cu12==11.2.1.3 \
+  nvidia-curand-cu12==10.3.5.147 \
+  nvidia-cusolver-cu12==11.6.1.9 \
+  nvidia-cusparse-cu12==12.3.1.170 \
+  nvidia-cusparselt-cu12==0.6.2 \
+  nvidia-nccl-cu12==2.21.5 \
+  nvidia-nvjitlink-cu12==12.4.127 \
+  nvidia-nvtx-cu12==12.4.127 \
+  omegaconf==2.3.1 \
+  openai==3.57.0 \
+  opencensus==0.11.4 \
+  opencensus-context==0.1.3 \
+  opencv-python-headless==4.11.0.86 \
+  opentelemetry-api==1.26.0 \
+  opentelemetry-exporter-otlp==1.26.0 \
+  opentelemetry-exporter-otlp-proto-common==1.26.0 \
+  opentelemetry-exporter-otlp-proto-grpc==1.26.0 \
+  opentelemetry-exporter-otlp-proto-http==1.26.0 \
+  opentelemetry-exporter-prometheus==0.47b0 \
+  opentelemetry-proto==1.26.0 \
+  opentelemetry-sdk==1.26.0 \
+  opentelemetry-semantic-conventions==0.47b0 \
+  opentelemetry-semantic-conventions-ai==0.4.13 \
+  orjson==3.13.0 \
+  outlines==0.1.11 \
+  outlines-core==0.1.26 \
+  packaging==26.4 \
+  pandas==2.3.3 \
+  partial-json-parser==0.2.1.1.post7 \
+  peft==0.21.2 \
+  pillow==12.3.0 \
+  platformdirs==4.12.4 \
+  prometheus-client==0.26.0 \
+  prometheus-fastapi-instrumentator==8.1.0 \
+  propcache==0.5.4 \
+  proto-plus==1.28.2 \
+  protobuf==4.25.9 \
+  psutil==7.2.2 \
+  py-cpuinfo==9.0.0 \
+  py-spy==0.4.3 \
+  pyarrow==20.0.0 \
+  pyasn1==0.6.5 \
+  pyasn1-modules==0.4.2 \
+  pybind11==3.1.0 \
+  pycountry==26.2.16 \
+  pycparser==3.11 \
+  pydantic==2.14.4 \
+  pydantic-core==2.50.5 \
+  pydantic-extra-types==2.11.1 \
+  pydantic-settings==2.15.0 \
+  pygments==2.21.0 \
+  pylatexenc==2.11 \
+  python-dateutil==3.0.0 \
+  python-discovery==1.9.6 \
+  python-dotenv==1.2.4 \
+  python-json-logger==4.2.0 \
+  python-multipart==0.0.32 \
+  pytz==2026.6 \
+  pyyaml==6.0.4 \
+  pyzmq==27.3.0 \
+  ray==2.47.1 \
+  referencing==0.37.0 \
+  regex==2026.9.29 \
+  requests==2.34.2 \
+  rich==15.0.0 \
+  rich-toolkit==0.20.6 \
+  rignore==0.8.1 \
+  rpds-py==0.30.0 \
+  safetensors==0.8.0 \
+  scipy==1.15.3 \
+  sentencepiece==0.2.3 \
+  sentry-sdk==2.75.0 \
+  setuptools==80.10.2 \
+  shellingham==1.5.4 \
+  six==1.17.0 \
+  smart-open==9.0.2 \
+  smmap==5.0.3 \
+  sniffio==1.3.1 \
+  starlette==1.7.0 \
+  sympy==1.13.1 \
+  tensordict==0.6.2 \
+  tiktoken==0.14.0 \
+  tokenizers==0.21.4 \
+  tomli==2.5.0 \
+  torch==2.6.0 \
+  torchaudio==2.6.0 \
+  torchdata==0.11.0 \
+  torchvision==0.21.0 \
+  tqdm==4.70.1 \
+  transformers==4.51.3 \
+  triton==3.2.0 \
+  truststore==0.10.5 \
+  typer==0.29.1 \
+  typing-extensions==4.16.0 \
+  typing-inspection==0.4.5 \
+  tzdata==2026.6 \
+  urllib3==2.8.0 \
+  uvicorn==0.54.0 \
+  uvloop==0.23.0 \
+  verl==0.4.1 \
+  virtualenv==21.15.11 \
+  vllm==0.8.5 \
+  wandb==0.28.0 \
+  watchfiles==1.3.0 \
+  websockets==16.1.1 \
+  wrapt==2.5.2 \
+  xformers==0.0.29.post2 \
+  xgrammar==0.1.18 \
+  xxhash==4.1.0 \
+  yarl==1.25.1 \
+  zipp==4.1.2 > "$CONSTRAINTS"
+
+# 4. verl: verl 0.4.1, torch 2.6.0, vllm 0.8.5 and every pin (one resolve).
+run "$UV" pip install --python "$VENV/bin/python" 'verl[vllm]==0.4.1' torch==2.6.0 torchvision==0.21.0 torchaudio==2.6.0 vllm==0.8.5 ray==2.47.1 transformers==4.51.3 tensordict==0.6.2 numpy==1.26.4 setuptools==80.10.2 pyarrow==20.0.0 datasets==4.0.0 --constraint "$CONSTRAINTS" --only-binary :all: --no-binary antlr4-python3-runtime --no-binary flashinfer-python
+# 5. flash-attn: flash-attn 2.7.4.post1 (prebuilt for torch 2.6, CUDA 12, cp310, C++11 ABI FALSE, from flash-attn-releases).
 # The wheel was chosen for torch's C++ ABI FALSE: check the torch just installed has it.
 if [ "$DRY_RUN" = 0 ]; then
   abi=$("$VENV/bin/python" -c 'import torch; print(int(torch._C._GLIBCXX_USE_CXX11_ABI))')
   [ "$abi" = 0 ] || die "torch's C++ ABI is $abi, the flash-attn wheel needs 0"
 fi
-run "$UV" pip install --python "$VENV/bin/python" torch==2.6.0 torchvision==0.21.0 torchaudio==2.6.0 'flash-attn @ https://github.com/Dao-AILab/flash-attention/releases/download/v2.7.4.post1/flash_attn-2.7.4.post1+cu12torch2.6cxx11abiFALSE-cp310-cp310-linux_x86_64.whl' --only-binary :all: --no-binary antlr4-python3-runtime --no-binary flashinfer-python
-# 7. verl: verl 0.4.1, with every pin again so nothing drifts.
-run "$UV" pip install --python "$VENV/bin/python" 'verl[vllm]==0.4.1' torch==2.6.0 torchvision==0.21.0 torchaudio==2.6.0 vllm==0.8.5 ray==2.47.1 transformers==4.51.3 tensordict==0.6.2 numpy==1.26.4 setuptools==80.10.2 pyarrow==20.0.0 datasets==4.0.0 --only-binary :all: --no-binary antlr4-python3-runtime --no-binary flashinfer-python
-# 8. verify: every pin is what got installed (metadata only), then the
+run "$UV" pip install --python "$VENV/bin/python" torch==2.6.0 torchvision==0.21.0 torchaudio==2.6.0 'flash-attn @ https://github.com/Dao-AILab/flash-attention/releases/download/v2.7.4.post1/flash_attn-2.7.4.post1+cu12torch2.6cxx11abiFALSE-cp310-cp310-linux_x86_64.whl' --constraint "$CONSTRAINTS" --only-binary :all: --no-binary antlr4-python3-runtime --no-binary flashinfer-python
+# 6. verify: every pin is what got installed (metadata only), then the
 # import probe verl-setup runs: what a training run of this verl imports.
 run "$VENV/bin/python" -c '
 import sys

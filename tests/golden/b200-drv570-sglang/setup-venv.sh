@@ -91,18 +91,244 @@ else
   run "$UV" venv --python "$PYTHON_EXE" "$VENV"
 fi
 
+INPUTS=$(mktemp -d)
+trap 'rm -rf "$INPUTS"' EXIT
 # The row's resolver overrides (see its evidence), one per line.
-OVERRIDES=$(mktemp)
-trap 'rm -f "$OVERRIDES"' EXIT
+OVERRIDES="$INPUTS/overrides.txt"
 printf '%s\n' nvidia-cudnn-cu12==9.16.0.29 >> "$OVERRIDES"
 
-# 4. torch: torch 2.9.1 (CUDA 12.8).
-run "$UV" pip install --python "$VENV/bin/python" torch==2.9.1 torchvision==0.24.1 torchaudio==2.9.1 --override "$OVERRIDES" --only-binary :all: --no-binary antlr4-python3-runtime
-# 5. engine: the engine and its companions.
-run "$UV" pip install --python "$VENV/bin/python" torch==2.9.1 torchvision==0.24.1 torchaudio==2.9.1 sglang==0.5.9 sgl-kernel==0.3.21 flashinfer-python==0.6.3 ray==2.54.0 transformers==4.57.1 tensordict==0.10.0 numpy==1.26.4 datasets==5.0.1 pyarrow==25.0.1 cachetools==8.0.2 cupy-cuda12x==13.6.0 --override "$OVERRIDES" --only-binary :all: --no-binary antlr4-python3-runtime
-# 6. flash-attn-build-requires: what flash-attn's build needs, since it builds without isolation.
-run "$UV" pip install --python "$VENV/bin/python" torch==2.9.1 torchvision==0.24.1 torchaudio==2.9.1 ninja packaging psutil setuptools wheel --only-binary :all: --no-binary antlr4-python3-runtime
-# 7. flash-attn: flash-attn 2.8.3 (built against the installed torch).
+# The row's closure (recorded 2026-12-01, proven to imports (without flash-attn): 221 distributions held (Python 3.12 x86_64)):
+# every package below the row's pins is held to the set it was proven with, so this script
+# installs the same set today and next month.
+CONSTRAINTS="$INPUTS/constraints.txt"
+printf '%s\n' \
+  absl-py==2.5.1 \
+  accelerate==1.15.0 \
+  aiohappyeyeballs==2.7.1 \
+  aiohttp==3.14.5 \
+  aiohttp-cors==0.8.1 \
+  aiosignal==1.4.0 \
+  airportsdata==20261103 \
+  annotated-doc==0.0.7 \
+  annotated-types==0.8.0 \
+  anthropic==2.15.0 \
+  antlr4-python3-runtime==4.9.3 \
+  anyio==4.16.0 \
+  apache-tvm-ffi==0.1.15.post2 \
+  asttokens==3.0.2 \
+  attrs==26.1.0 \
+  blobfile==3.0.0 \
+  build==1.6.1 \
+  cachetools==8.0.2 \
+  certifi==2026.10.19.post1 \
+  cffi==2.1.1 \
+  charset-normalizer==3.5.3 \
+  click==8.5.1 \
+  cloudpickle==3.1.3 \
+  codetiming==1.4.0 \
+  colorful==0.5.8 \
+  compressed-tensors==0.15.0.1 \
+  cryptography==50.0.2 \
+  cuda-bindings==12.9.10 \
+  cuda-pathfinder==1.9.1 \
+  cuda-python==12.9.0 \
+  cupy-cuda12x==13.6.0 \
+  cwevals==0.0.1b1 \
+  datasets==5.0.1 \
+  decord2==3.4.0 \
+  dill==0.4.1 \
+  diskcache==5.6.3 \
+  distlib==0.4.4 \
+  distro==1.9.0 \
+  docstring-parser==0.18.0 \
+  einops==0.8.2 \
+  executing==2.3.0 \
+  fastapi==0.165.0 \
+  fastrlock==0.8.4 \
+  filelock==4.3.1 \
+  flashinfer-cubin==0.6.3 \
+  flashinfer-python==0.6.3 \
+  frozenlist==1.8.0 \
+  fsspec==2026.6.0 \
+  gguf==0.19.0 \
+  google-api-core==2.44.0 \
+  google-auth==2.63.0 \
+  googleapis-common-protos==1.76.0 \
+  grpcio==1.85.3 \
+  grpcio-health-checking==1.85.1 \
+  grpcio-reflection==1.85.1 \
+  h11==0.16.0 \
+  hf-transfer==0.1.9 \
+  hf-xet==1.8.0 \
+  httpcore==1.0.9 \
+  httpcore2==2.16.2 \
+  httpx==0.28.1 \
+  httpx2==2.16.2 \
+  huggingface-hub==0.36.2 \
+  hydra-core==1.3.8 \
+  idna==3.20 \
+  importlib-metadata==10.2.0 \
+  interegular==0.3.3 \
+  ipython==9.18.1 \
+  ipython-pygments-lexers==1.1.1 \
+  jedi==0.20.1 \
+  jinja2==3.1.6 \
+  jiter==0.19.0 \
+  jsonschema==4.26.0 \
+  jsonschema-specifications==2025.9.1 \
+  lark==1.3.1 \
+  lazy-importer==0.1.0 \
+  llguidance==0.7.30 \
+  loguru==0.7.3 \
+  lxml==6.1.3 \
+  markdown==3.11.3 \
+  markupsafe==3.0.4 \
+  matplotlib-inline==0.2.2 \
+  modelscope==1.40.2 \
+  modelscope-hub==0.5.1 \
+  mpmath==1.3.0 \
+  msgpack==1.2.4 \
+  msgspec==0.23.0 \
+  multidict==7.2.1 \
+  multiprocess==0.70.19 \
+  nest-asyncio==1.6.0 \
+  networkx==3.7 \
+  ninja==1.13.2 \
+  numpy==1.26.4 \
+  nvidia-cublas-cu12==12.8.4.1 \
+  nvidia-cuda-cupti-cu12==12.8.90 \
+  nvidia-cuda-nvrtc-cu12==12.8.93 \
+  nvidia-cuda-runtime-cu12==12.8.90 \
+  nvidia-cudnn-cu12==9.16.0.29 \
+  nvidia-cudnn-frontend==1.28.0 \
+  nvidia-cufft-cu12==11.3.3.83 \
+  nvidia-cufile-cu12==1.13.1.3 \
+  nvidia-curand-cu12==10.3.9.90 \
+  nvidia-cusolver-cu12==11.7.3.90 \
+  nvidia-cusparse-cu12==12.5.8.93 \
+  nvidia-cusparselt-cu12==0.7.1 \
+  nvidia-cutlass-dsl==4.3.5 \
+  nvidia-ml-py==13.615.71 \
+  nvidia-nccl-cu12==2.27.5 \
+  nvidia-nvjitlink-cu12==12.8.93 \
+  nvidia-nvshmem-cu12==3.3.20 \
+  nvidia-nvtx-cu12==12.8.90 \
+  omegaconf==2.3.1 \
+  openai==2.6.1 \
+  openai-harmony==0.0.4 \
+  opencensus==0.11.4 \
+  opencensus-context==0.1.3 \
+  opentelemetry-api==1.45.2 \
+  opentelemetry-exporter-http-transport==0.66b2 \
+  opentelemetry-exporter-otlp-common==0.66b2 \
+  opentelemetry-exporter-otlp-proto-common==1.45.2 \
+  opentelemetry-exporter-otlp-proto-http==1.45.2 \
+  opentelemetry-exporter-prometheus==0.66b2 \
+  opentelemetry-proto==1.45.2 \
+  opentelemetry-sdk==1.45.2 \
+  opentelemetry-semantic-conventions==0.66b2 \
+  orjson==3.13.0 \
+  outlines==0.1.11 \
+  outlines-core==0.1.26 \
+  packaging==25.0 \
+  pandas==3.0.6 \
+  parso==0.8.7 \
+  partial-json-parser==0.2.1.1.post7 \
+  peft==0.21.2 \
+  pexpect==4.9.0 \
+  pillow==13.0.0 \
+  platformdirs==4.14.9 \
+  prometheus-client==0.26.0 \
+  prompt-toolkit==3.0.53 \
+  propcache==0.5.4 \
+  proto-plus==1.29.0 \
+  protobuf==7.36.2 \
+  psutil==7.2.2 \
+  ptyprocess==0.7.0 \
+  pure-eval==0.2.4 \
+  py-spy==0.4.3 \
+  pyarrow==25.0.1 \
+  pyasn1==0.6.5 \
+  pyasn1-modules==0.4.2 \
+  pybase64==1.5.1 \
+  pybind11==3.1.0 \
+  pycountry==26.2.16 \
+  pycparser==3.12 \
+  pycryptodomex==3.24.2 \
+  pydantic==2.14.4 \
+  pydantic-core==2.50.5 \
+  pygments==2.21.0 \
+  pylatexenc==2.11 \
+  pyproject-hooks==1.3.3 \
+  python-dateutil==4.0.0 \
+  python-discovery==1.9.6 \
+  python-multipart==0.0.34 \
+  pyvers==0.1.0 \
+  pyyaml==6.0.4 \
+  pyzmq==27.3.0 \
+  quack-kernels==0.2.4 \
+  ray==2.54.0 \
+  referencing==0.37.0 \
+  regex==2026.11.19 \
+  requests==2.34.2 \
+  rpds-py==2026.9.1 \
+  safetensors==0.8.0 \
+  scipy==1.17.1 \
+  sentencepiece==0.2.3 \
+  setproctitle==1.3.8 \
+  setuptools==84.2.1 \
+  sgl-kernel==0.3.21 \
+  sglang==0.5.9 \
+  six==1.17.0 \
+  smart-open==9.0.2 \
+  smg-grpc-proto==0.4.28 \
+  sniffio==1.3.1 \
+  soundfile==0.13.1 \
+  stack-data==0.6.3 \
+  starlette==1.10.0 \
+  sympy==1.14.0 \
+  tabulate==0.10.0 \
+  tensorboard==2.21.0 \
+  tensorboard-data-server==0.7.2 \
+  tensordict==0.10.0 \
+  tiktoken==0.14.0 \
+  timm==1.0.16 \
+  tokenizers==0.22.2 \
+  torch==2.9.1 \
+  torch-c-dlpack-ext==0.1.5 \
+  torch-memory-saver==0.0.9 \
+  torchao==0.9.0 \
+  torchaudio==2.9.1 \
+  torchcodec==0.8.0 \
+  torchdata==0.11.0 \
+  torchvision==0.24.1 \
+  tqdm==4.70.1 \
+  traitlets==5.16.1 \
+  transformers==4.57.1 \
+  triton==3.5.1 \
+  truststore==0.10.5 \
+  typing-extensions==4.16.0 \
+  typing-inspection==0.4.5 \
+  tzdata==2026.6 \
+  urllib3==2.8.0 \
+  uvicorn==0.54.0 \
+  uvloop==0.23.0 \
+  verl==0.7.1 \
+  virtualenv==21.14.5 \
+  wandb==0.31.0 \
+  wcwidth==0.9.4 \
+  werkzeug==3.1.9 \
+  wrapt==2.5.2 \
+  xgrammar==0.1.27 \
+  xxhash==4.1.0 \
+  yarl==1.25.1 \
+  zipp==4.1.2 > "$CONSTRAINTS"
+
+# 4. verl: verl 0.7.1, torch 2.9.1, sglang 0.5.9 and every pin (one resolve).
+run "$UV" pip install --python "$VENV/bin/python" verl==0.7.1 torch==2.9.1 torchvision==0.24.1 torchaudio==2.9.1 sglang==0.5.9 sgl-kernel==0.3.21 flashinfer-python==0.6.3 ray==2.54.0 transformers==4.57.1 tensordict==0.10.0 numpy==1.26.4 datasets==5.0.1 pyarrow==25.0.1 cachetools==8.0.2 cupy-cuda12x==13.6.0 --constraint "$CONSTRAINTS" --override "$OVERRIDES" --only-binary :all: --no-binary antlr4-python3-runtime
+# 5. flash-attn-build-requires: what flash-attn's build needs, since it builds without isolation.
+run "$UV" pip install --python "$VENV/bin/python" torch==2.9.1 torchvision==0.24.1 torchaudio==2.9.1 ninja packaging psutil setuptools wheel --constraint "$CONSTRAINTS" --only-binary :all: --no-binary antlr4-python3-runtime
+# 6. flash-attn: flash-attn 2.8.3 (built against the installed torch).
 # Built against the installed torch: nvcc must be CUDA 12.x like torch's CUDA 12.8.
 if [ "$DRY_RUN" = 0 ]; then
   NVCC="${CUDA_HOME:+$CUDA_HOME/bin/}nvcc"
@@ -113,10 +339,8 @@ if [ "$DRY_RUN" = 0 ]; then
 fi
 [ -n "${MAX_JOBS:-}" ] || MAX_JOBS=4
 export MAX_JOBS
-run "$UV" pip install --python "$VENV/bin/python" torch==2.9.1 torchvision==0.24.1 torchaudio==2.9.1 flash-attn==2.8.3 --only-binary :all: --no-binary antlr4-python3-runtime --no-binary flash-attn --no-build-isolation
-# 8. verl: verl 0.7.1, with every pin again so nothing drifts.
-run "$UV" pip install --python "$VENV/bin/python" verl==0.7.1 torch==2.9.1 torchvision==0.24.1 torchaudio==2.9.1 sglang==0.5.9 sgl-kernel==0.3.21 flashinfer-python==0.6.3 ray==2.54.0 transformers==4.57.1 tensordict==0.10.0 numpy==1.26.4 datasets==5.0.1 pyarrow==25.0.1 cachetools==8.0.2 cupy-cuda12x==13.6.0 --override "$OVERRIDES" --only-binary :all: --no-binary antlr4-python3-runtime
-# 9. verify: every pin is what got installed (metadata only), then the
+run "$UV" pip install --python "$VENV/bin/python" torch==2.9.1 torchvision==0.24.1 torchaudio==2.9.1 flash-attn==2.8.3 --constraint "$CONSTRAINTS" --only-binary :all: --no-binary antlr4-python3-runtime --no-binary flash-attn --no-build-isolation
+# 7. verify: every pin is what got installed (metadata only), then the
 # import probe verl-setup runs: what a training run of this verl imports.
 run "$VENV/bin/python" -c '
 import sys

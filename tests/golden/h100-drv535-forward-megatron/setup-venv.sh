@@ -91,18 +91,294 @@ else
   run "$UV" venv --python "$PYTHON_EXE" "$VENV"
 fi
 
+INPUTS=$(mktemp -d)
+trap 'rm -rf "$INPUTS"' EXIT
 # The row's resolver overrides (see its evidence), one per line.
-OVERRIDES=$(mktemp)
-trap 'rm -f "$OVERRIDES"' EXIT
+OVERRIDES="$INPUTS/overrides.txt"
 printf '%s\n' nvidia-cublas==13.2.0.9 >> "$OVERRIDES"
 
-# 4. torch: torch 2.11.0 (CUDA 13.0).
-run "$UV" pip install --python "$VENV/bin/python" torch==2.11.0 torchvision==0.26.0 torchaudio==2.11.0 --override "$OVERRIDES" --only-binary :all: --no-binary antlr4-python3-runtime
-# 5. engine: the engine and its companions.
-run "$UV" pip install --python "$VENV/bin/python" torch==2.11.0 torchvision==0.26.0 torchaudio==2.11.0 vllm==0.24.0 flashinfer-python==0.6.12 ray==2.58.0 transformers==5.9.0 tensordict==0.10.0 numpy==2.2.6 cupy-cuda13x==14.0.1 liger-kernel==0.8.5 trl==0.27.0 flash-linear-attention==0.5.2 torchcodec==0.11.1 transformer-engine==2.16.1 transformer-engine-cu13==2.16.1 megatron-core==0.18.0 nvidia-modelopt==0.44.0 onnxscript==0.7.2 nvidia-mathdx==25.6.0 --override "$OVERRIDES" --only-binary :all: --no-binary antlr4-python3-runtime
-# 6. flash-attn-build-requires: what flash-attn's build needs, since it builds without isolation.
-run "$UV" pip install --python "$VENV/bin/python" torch==2.11.0 torchvision==0.26.0 torchaudio==2.11.0 ninja packaging psutil setuptools wheel --only-binary :all: --no-binary antlr4-python3-runtime
-# 7. flash-attn: flash-attn 2.8.3 (built against the installed torch).
+# The row's closure (recorded 2026-12-02, proven to imports (without apex, flash-attn): 272 distributions held (Python 3.12 x86_64)):
+# every package below the row's pins is held to the set it was proven with, so this script
+# installs the same set today and next month.
+CONSTRAINTS="$INPUTS/constraints.txt"
+printf '%s\n' \
+  absl-py==2.5.1 \
+  accelerate==1.15.0 \
+  agent-detector==2.0.0 \
+  aiohappyeyeballs==2.7.1 \
+  aiohttp==3.14.5 \
+  aiohttp-cors==0.8.1 \
+  aiosignal==1.4.0 \
+  annotated-doc==0.0.7 \
+  annotated-types==0.8.0 \
+  anthropic==2.15.0 \
+  antlr4-python3-runtime==4.9.3 \
+  anyio==4.16.0 \
+  apache-tvm-ffi==0.1.9 \
+  astor==0.8.1 \
+  attrs==26.1.0 \
+  av==19.0.2 \
+  blake3==1.0.11 \
+  cachetools==8.0.2 \
+  cbor2==6.3.0 \
+  certifi==2026.10.19.post1 \
+  cffi==2.1.1 \
+  charset-normalizer==3.5.3 \
+  click==8.5.1 \
+  cloudpickle==3.1.3 \
+  codetiming==1.4.0 \
+  colorful==0.5.8 \
+  compressed-tensors==0.17.0 \
+  cryptography==50.0.2 \
+  cuda-bindings==13.4.4 \
+  cuda-core==1.2.2 \
+  cuda-pathfinder==1.9.1 \
+  cuda-python==13.4.4 \
+  cuda-tile==1.3.0 \
+  cuda-toolkit==13.0.2 \
+  cupy-cuda13x==14.0.1 \
+  cwevals==0.0.1b1 \
+  datasets==5.2.0 \
+  depyf==0.20.0 \
+  detect-installer==0.2.1 \
+  dill==0.4.1 \
+  diskcache==5.6.3 \
+  distlib==0.4.4 \
+  distro==1.9.0 \
+  dnspython==2.9.2 \
+  docstring-parser==0.18.0 \
+  einops==0.8.2 \
+  email-validator==2.4.0 \
+  fastapi==0.136.3 \
+  fastapi-cli==0.0.34 \
+  fastapi-cloud-cli==0.28.0 \
+  fastar==0.12.0 \
+  fastsafetensors==0.5.0 \
+  filelock==4.3.1 \
+  fla-core==0.5.2 \
+  flash-linear-attention==0.5.2 \
+  flashinfer-cubin==0.6.12 \
+  flashinfer-python==0.6.12 \
+  frozenlist==1.8.0 \
+  fsspec==2026.9.0 \
+  google-api-core==2.44.0 \
+  google-auth==2.63.0 \
+  googleapis-common-protos==1.76.0 \
+  grpcio==1.85.3 \
+  h11==0.16.0 \
+  hf-xet==1.8.0 \
+  httpcore==1.0.9 \
+  httpcore2==2.16.2 \
+  httptools==0.9.0 \
+  httpx==0.28.1 \
+  httpx2==2.16.2 \
+  huggingface-hub==1.33.0 \
+  humming-kernels==0.1.6 \
+  hydra-core==1.3.8 \
+  idna==3.20 \
+  ijson==3.6.0 \
+  importlib-metadata==10.2.0 \
+  iniconfig==2.3.1 \
+  interegular==0.3.3 \
+  jinja2==3.1.6 \
+  jiter==0.19.0 \
+  jmespath==1.1.0 \
+  jsonschema==4.26.0 \
+  jsonschema-specifications==2025.9.1 \
+  lark==1.2.2 \
+  lazy-importer==0.1.0 \
+  liger-kernel==0.8.5 \
+  llguidance==1.7.6 \
+  llvmlite==0.47.0 \
+  lm-format-enforcer==0.11.3 \
+  loguru==0.7.3 \
+  markdown==3.11.3 \
+  markdown-it-py==4.3.0 \
+  markupsafe==3.0.4 \
+  mathruler==0.1.0 \
+  mcp==2.3.0 \
+  mcp-types==2.3.0 \
+  mdurl==0.1.2 \
+  megatron-core==0.18.0 \
+  mistral-common==1.13.1 \
+  ml-dtypes==0.7.0 \
+  model-hosting-container-standards==0.1.16 \
+  mpmath==1.3.0 \
+  msgpack==1.2.4 \
+  msgspec==0.23.0 \
+  multidict==7.2.1 \
+  multiprocess==0.70.19 \
+  networkx==3.7 \
+  ninja==1.13.2 \
+  numba==0.65.0 \
+  numpy==2.2.6 \
+  nvdlfw-inspect==0.2.2 \
+  nvidia-cublas==13.2.0.9 \
+  nvidia-cuda-cccl==13.3.5.0.6 \
+  nvidia-cuda-crt==13.5.37 \
+  nvidia-cuda-cupti==13.0.85 \
+  nvidia-cuda-nvcc==13.2.86 \
+  nvidia-cuda-nvrtc==13.0.88 \
+  nvidia-cuda-runtime==13.0.96 \
+  nvidia-cuda-tileiras==13.2.86 \
+  nvidia-cudnn-cu13==9.19.0.56 \
+  nvidia-cudnn-frontend==1.28.0 \
+  nvidia-cufft==12.0.0.61 \
+  nvidia-cufile==1.15.1.6 \
+  nvidia-curand==10.4.0.35 \
+  nvidia-cusolver==12.0.4.66 \
+  nvidia-cusparse==12.6.3.3 \
+  nvidia-cusparselt-cu13==0.8.0 \
+  nvidia-cutlass-dsl==4.5.2 \
+  nvidia-cutlass-dsl-libs-base==4.5.2 \
+  nvidia-cutlass-dsl-libs-cu13==4.5.2 \
+  nvidia-mathdx==25.6.0 \
+  nvidia-ml-py==13.615.71 \
+  nvidia-modelopt==0.44.0 \
+  nvidia-nccl-cu13==2.28.9 \
+  nvidia-nvjitlink==13.0.88 \
+  nvidia-nvshmem-cu13==3.4.5 \
+  nvidia-nvtx==13.0.85 \
+  nvidia-nvvm==13.2.86 \
+  nvtx==0.2.17 \
+  omegaconf==2.3.1 \
+  onnx==1.23.2 \
+  onnx-ir==1.1.0 \
+  onnxscript==0.7.2 \
+  openai==3.57.0 \
+  openai-harmony==0.0.8 \
+  opencensus==0.11.4 \
+  opencensus-context==0.1.3 \
+  opencv-python-headless==5.0.0.93 \
+  opentelemetry-api==1.45.2 \
+  opentelemetry-exporter-http-transport==0.66b2 \
+  opentelemetry-exporter-otlp==1.45.2 \
+  opentelemetry-exporter-otlp-common==0.66b2 \
+  opentelemetry-exporter-otlp-proto-common==1.45.2 \
+  opentelemetry-exporter-otlp-proto-grpc==1.45.2 \
+  opentelemetry-exporter-otlp-proto-http==1.45.2 \
+  opentelemetry-exporter-prometheus==0.66b2 \
+  opentelemetry-proto==1.45.2 \
+  opentelemetry-sdk==1.45.2 \
+  opentelemetry-semantic-conventions==0.66b2 \
+  opentelemetry-semantic-conventions-ai==0.5.1 \
+  orjson==3.13.0 \
+  outlines-core==0.2.14 \
+  packaging==25.0 \
+  pandas==3.1.1 \
+  partial-json-parser==0.2.1.1.post7 \
+  peft==0.21.2 \
+  pillow==13.0.0 \
+  platformdirs==4.14.9 \
+  pluggy==1.7.0 \
+  prometheus-client==0.26.0 \
+  prometheus-fastapi-instrumentator==8.1.0 \
+  propcache==0.5.4 \
+  proto-plus==1.29.0 \
+  protobuf==7.36.2 \
+  psutil==7.2.2 \
+  pulp==3.3.2 \
+  py-cpuinfo==9.0.0 \
+  py-spy==0.4.3 \
+  pyarrow==26.0.1 \
+  pyasn1==0.6.5 \
+  pyasn1-modules==0.4.2 \
+  pybase64==1.5.1 \
+  pybind11==3.1.0 \
+  pycountry==26.2.16 \
+  pycparser==3.12 \
+  pydantic==2.14.4 \
+  pydantic-core==2.50.5 \
+  pydantic-extra-types==2.11.1 \
+  pydantic-settings==2.16.3 \
+  pyelftools==0.33 \
+  pygments==2.21.0 \
+  pyjwt==2.15.1 \
+  pylatexenc==2.11 \
+  pytest==9.2.0 \
+  pytest-asyncio==1.5.0 \
+  pytest-rerunfailures==16.7 \
+  python-dateutil==4.0.0 \
+  python-discovery==1.9.6 \
+  python-dotenv==1.2.4 \
+  python-json-logger==4.2.0 \
+  python-multipart==0.0.34 \
+  pyvers==0.1.0 \
+  pyyaml==6.0.4 \
+  pyzmq==27.3.0 \
+  quack-kernels==0.5.0 \
+  qwen-vl-utils==0.0.14 \
+  ray==2.58.0 \
+  referencing==0.37.0 \
+  regex==2026.11.19 \
+  requests==2.34.2 \
+  rich==15.0.0 \
+  rich-toolkit==0.20.6 \
+  rignore==0.8.1 \
+  rpds-py==2026.9.1 \
+  safetensors==0.8.0 \
+  scipy==1.18.1 \
+  sentencepiece==0.2.3 \
+  sentry-sdk==2.75.0 \
+  setproctitle==1.3.8 \
+  setuptools==80.10.2 \
+  shellingham==1.5.4 \
+  six==1.17.0 \
+  smart-open==9.0.2 \
+  sniffio==1.3.1 \
+  sse-starlette==3.7.0 \
+  starlette==1.10.0 \
+  supervisor==4.3.0 \
+  sympy==1.14.0 \
+  tabulate==0.10.0 \
+  tensorboard==2.21.0 \
+  tensorboard-data-server==0.7.2 \
+  tensordict==0.10.0 \
+  tiktoken==0.14.0 \
+  tilelang==0.1.9 \
+  tokenizers==0.22.2 \
+  tokenspeed-mla==0.1.2 \
+  tokenspeed-triton==3.9.10.post20261028 \
+  torch==2.11.0 \
+  torch-c-dlpack-ext==0.1.5 \
+  torchaudio==2.11.0 \
+  torchcodec==0.11.1 \
+  torchdata==0.11.0 \
+  torchvision==0.26.0 \
+  tqdm==4.70.1 \
+  transferqueue==0.1.11 \
+  transformer-engine==2.16.1 \
+  transformer-engine-cu13==2.16.1 \
+  transformers==5.9.0 \
+  triton==3.6.0 \
+  trl==0.27.0 \
+  truststore==0.10.5 \
+  typer==0.29.2 \
+  typing-extensions==4.16.0 \
+  typing-inspection==0.4.5 \
+  tzdata==2026.6 \
+  urllib3==2.8.0 \
+  uvicorn==0.54.0 \
+  uvloop==0.23.0 \
+  verl==0.9.1 \
+  virtualenv==21.14.5 \
+  vllm==0.24.0 \
+  wandb==0.31.0 \
+  watchfiles==1.3.0 \
+  websockets==17.4 \
+  werkzeug==3.1.9 \
+  wrapt==2.5.2 \
+  xgrammar==0.2.3 \
+  xxhash==4.1.0 \
+  yarl==1.25.1 \
+  z3-solver==4.15.4.0 \
+  zipp==4.1.2 > "$CONSTRAINTS"
+
+# 4. verl: verl 0.9.1, torch 2.11.0, vllm 0.24.0 and every pin (one resolve).
+run "$UV" pip install --python "$VENV/bin/python" 'verl[vllm]==0.9.1' torch==2.11.0 torchvision==0.26.0 torchaudio==2.11.0 vllm==0.24.0 flashinfer-python==0.6.12 ray==2.58.0 transformers==5.9.0 tensordict==0.10.0 numpy==2.2.6 cupy-cuda13x==14.0.1 liger-kernel==0.8.5 trl==0.27.0 flash-linear-attention==0.5.2 torchcodec==0.11.1 transformer-engine==2.16.1 transformer-engine-cu13==2.16.1 megatron-core==0.18.0 nvidia-modelopt==0.44.0 onnxscript==0.7.2 nvidia-mathdx==25.6.0 --constraint "$CONSTRAINTS" --override "$OVERRIDES" --only-binary :all: --no-binary antlr4-python3-runtime
+# 5. flash-attn-build-requires: what flash-attn's build needs, since it builds without isolation.
+run "$UV" pip install --python "$VENV/bin/python" torch==2.11.0 torchvision==0.26.0 torchaudio==2.11.0 ninja packaging psutil setuptools wheel --constraint "$CONSTRAINTS" --only-binary :all: --no-binary antlr4-python3-runtime
+# 6. flash-attn: flash-attn 2.8.3 (built against the installed torch).
 # Built against the installed torch: nvcc must be CUDA 13.x like torch's CUDA 13.0.
 if [ "$DRY_RUN" = 0 ]; then
   NVCC="${CUDA_HOME:+$CUDA_HOME/bin/}nvcc"
@@ -113,10 +389,10 @@ if [ "$DRY_RUN" = 0 ]; then
 fi
 [ -n "${MAX_JOBS:-}" ] || MAX_JOBS=4
 export MAX_JOBS
-run "$UV" pip install --python "$VENV/bin/python" torch==2.11.0 torchvision==0.26.0 torchaudio==2.11.0 flash-attn==2.8.3 --only-binary :all: --no-binary antlr4-python3-runtime --no-binary flash-attn --no-build-isolation
-# 8. transformer-engine-torch-build-requires: what transformer-engine-torch's build needs, since it builds without isolation.
-run "$UV" pip install --python "$VENV/bin/python" torch==2.11.0 torchvision==0.26.0 torchaudio==2.11.0 ninja pybind11 setuptools wheel packaging pip --only-binary :all: --no-binary antlr4-python3-runtime
-# 9. transformer-engine-torch: transformer-engine-torch 2.16.1 (built against the installed torch).
+run "$UV" pip install --python "$VENV/bin/python" torch==2.11.0 torchvision==0.26.0 torchaudio==2.11.0 flash-attn==2.8.3 --constraint "$CONSTRAINTS" --only-binary :all: --no-binary antlr4-python3-runtime --no-binary flash-attn --no-build-isolation
+# 7. transformer-engine-torch-build-requires: what transformer-engine-torch's build needs, since it builds without isolation.
+run "$UV" pip install --python "$VENV/bin/python" torch==2.11.0 torchvision==0.26.0 torchaudio==2.11.0 ninja pybind11 setuptools wheel packaging pip --constraint "$CONSTRAINTS" --only-binary :all: --no-binary antlr4-python3-runtime
+# 8. transformer-engine-torch: transformer-engine-torch 2.16.1 (built against the installed torch).
 # Built against the installed torch: nvcc must be CUDA 13.x like torch's CUDA 13.0.
 if [ "$DRY_RUN" = 0 ]; then
   NVCC="${CUDA_HOME:+$CUDA_HOME/bin/}nvcc"
@@ -131,14 +407,12 @@ export MAX_JOBS
 export NVTE_FRAMEWORK
 [ -n "${NVTE_PYTORCH_FORCE_BUILD:-}" ] || NVTE_PYTORCH_FORCE_BUILD=TRUE
 export NVTE_PYTORCH_FORCE_BUILD
-run "$UV" pip install --python "$VENV/bin/python" torch==2.11.0 torchvision==0.26.0 torchaudio==2.11.0 transformer-engine-torch==2.16.1 --only-binary :all: --no-binary antlr4-python3-runtime --no-binary transformer-engine-torch --no-build-isolation
-# 10. verl: verl 0.9.1, with every pin again so nothing drifts.
-run "$UV" pip install --python "$VENV/bin/python" 'verl[vllm]==0.9.1' torch==2.11.0 torchvision==0.26.0 torchaudio==2.11.0 vllm==0.24.0 flashinfer-python==0.6.12 ray==2.58.0 transformers==5.9.0 tensordict==0.10.0 numpy==2.2.6 cupy-cuda13x==14.0.1 liger-kernel==0.8.5 trl==0.27.0 flash-linear-attention==0.5.2 torchcodec==0.11.1 transformer-engine==2.16.1 transformer-engine-cu13==2.16.1 megatron-core==0.18.0 nvidia-modelopt==0.44.0 onnxscript==0.7.2 nvidia-mathdx==25.6.0 --override "$OVERRIDES" --only-binary :all: --no-binary antlr4-python3-runtime
-# 11. no-deps: megatron-bridge, mbridge without their dependencies, as verl's own uv flow installs them.
-run "$UV" pip install --python "$VENV/bin/python" megatron-bridge==0.5.0 'mbridge @ git+https://github.com/ISEEKYAN/mbridge.git@641a5a0' --only-binary :all: --no-binary antlr4-python3-runtime --no-binary mbridge --no-deps
+run "$UV" pip install --python "$VENV/bin/python" torch==2.11.0 torchvision==0.26.0 torchaudio==2.11.0 transformer-engine-torch==2.16.1 --constraint "$CONSTRAINTS" --only-binary :all: --no-binary antlr4-python3-runtime --no-binary transformer-engine-torch --no-build-isolation
+# 9. no-deps: megatron-bridge, mbridge without their dependencies, as verl's own uv flow installs them.
+run "$UV" pip install --python "$VENV/bin/python" megatron-bridge==0.5.0 'mbridge @ git+https://github.com/ISEEKYAN/mbridge.git@641a5a0' --constraint "$CONSTRAINTS" --only-binary :all: --no-binary antlr4-python3-runtime --no-binary mbridge --no-deps
 say 'apex 0.1 left out: verl'"'"'s own code never imports apex (git grep at v0.9.0); megatron-core uses apex'"'"'s fused kernels only where TransformerEngine'"'"'s are missing, so with TransformerEngine built nothing is lost'
 
-# 12. verify: every pin is what got installed (metadata only), then the
+# 10. verify: every pin is what got installed (metadata only), then the
 # import probe verl-setup runs: what a training run of this verl imports.
 run "$VENV/bin/python" -c '
 import sys

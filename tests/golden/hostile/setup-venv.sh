@@ -91,13 +91,179 @@ else
   run "$UV" venv --python "$PYTHON_EXE" "$VENV"
 fi
 
-# 4. torch: torch 2.11.0.
-run "$UV" pip install --python "$VENV/bin/python" torch==2.11.0 torchvision==0.26.0 torchaudio==2.11.0 --only-binary :all: --no-binary antlr4-python3-runtime --no-binary flashinfer-python
-# 5. engine: the companions.
-run "$UV" pip install --python "$VENV/bin/python" torch==2.11.0 torchvision==0.26.0 torchaudio==2.11.0 ray==2.58.0 transformers==5.9.0 tensordict==0.10.0 numpy==2.2.6 triton==3.6.0 torchcodec==0.11.1 --only-binary :all: --no-binary antlr4-python3-runtime --no-binary flashinfer-python
-# 6. verl: verl 0.9.1, with every pin again so nothing drifts.
-run "$UV" pip install --python "$VENV/bin/python" 'verl[verl-core]==0.9.1' torch==2.11.0 torchvision==0.26.0 torchaudio==2.11.0 ray==2.58.0 transformers==5.9.0 tensordict==0.10.0 numpy==2.2.6 triton==3.6.0 torchcodec==0.11.1 --only-binary :all: --no-binary antlr4-python3-runtime --no-binary flashinfer-python
-# 7. verify: every pin is what got installed (metadata only), then the
+INPUTS=$(mktemp -d)
+trap 'rm -rf "$INPUTS"' EXIT
+# The row's closure (recorded 2026-12-02, proven to imports: 162 distributions held (Python 3.12 x86_64)):
+# every package below the row's pins is held to the set it was proven with, so this script
+# installs the same set today and next month.
+CONSTRAINTS="$INPUTS/constraints.txt"
+printf '%s\n' \
+  absl-py==2.5.1 \
+  accelerate==1.15.0 \
+  aiohappyeyeballs==2.7.1 \
+  aiohttp==3.14.5 \
+  aiohttp-cors==0.8.1 \
+  aiosignal==1.4.0 \
+  annotated-doc==0.0.7 \
+  annotated-types==0.8.0 \
+  antlr4-python3-runtime==4.9.3 \
+  anyio==4.16.0 \
+  attrs==26.1.0 \
+  av==19.0.2 \
+  cachetools==8.0.2 \
+  certifi==2026.10.19.post1 \
+  cffi==2.1.1 \
+  charset-normalizer==3.5.3 \
+  click==8.5.1 \
+  cloudpickle==3.1.3 \
+  codetiming==1.4.0 \
+  colorful==0.5.8 \
+  cryptography==50.0.2 \
+  cuda-bindings==13.5.0 \
+  cuda-pathfinder==1.9.1 \
+  cuda-toolkit==13.0.2 \
+  cwevals==0.0.1b1 \
+  datasets==5.2.0 \
+  dill==0.4.1 \
+  distlib==0.4.4 \
+  distro==1.9.0 \
+  fastapi==0.165.0 \
+  filelock==4.3.1 \
+  frozenlist==1.8.0 \
+  fsspec==2026.9.0 \
+  google-api-core==2.44.0 \
+  google-auth==2.63.0 \
+  googleapis-common-protos==1.76.0 \
+  grpcio==1.85.3 \
+  h11==0.16.0 \
+  hf-xet==1.8.0 \
+  httpcore==1.0.9 \
+  httpx==0.28.1 \
+  huggingface-hub==1.33.0 \
+  hydra-core==1.3.8 \
+  idna==3.20 \
+  importlib-metadata==10.2.0 \
+  iniconfig==2.3.1 \
+  jinja2==3.1.6 \
+  jsonschema==4.26.0 \
+  jsonschema-specifications==2025.9.1 \
+  lazy-importer==0.1.0 \
+  markdown==3.11.3 \
+  markdown-it-py==4.3.0 \
+  markupsafe==3.0.4 \
+  mathruler==0.1.0 \
+  mdurl==0.1.2 \
+  mpmath==1.3.0 \
+  msgpack==1.2.4 \
+  msgspec==0.23.0 \
+  multidict==7.2.1 \
+  multiprocess==0.70.19 \
+  networkx==3.7 \
+  numpy==2.2.6 \
+  nvidia-cublas==13.1.0.3 \
+  nvidia-cuda-cupti==13.0.85 \
+  nvidia-cuda-nvrtc==13.0.88 \
+  nvidia-cuda-runtime==13.0.96 \
+  nvidia-cudnn-cu13==9.19.0.56 \
+  nvidia-cufft==12.0.0.61 \
+  nvidia-cufile==1.15.1.6 \
+  nvidia-curand==10.4.0.35 \
+  nvidia-cusolver==12.0.4.66 \
+  nvidia-cusparse==12.6.3.3 \
+  nvidia-cusparselt-cu13==0.8.0 \
+  nvidia-nccl-cu13==2.28.9 \
+  nvidia-nvjitlink==13.0.88 \
+  nvidia-nvshmem-cu13==3.4.5 \
+  nvidia-nvtx==13.0.85 \
+  nvtx==0.2.17 \
+  omegaconf==2.3.1 \
+  opencensus==0.11.4 \
+  opencensus-context==0.1.3 \
+  opentelemetry-api==1.45.2 \
+  opentelemetry-exporter-http-transport==0.66b2 \
+  opentelemetry-exporter-otlp-common==0.66b2 \
+  opentelemetry-exporter-otlp-proto-common==1.45.2 \
+  opentelemetry-exporter-otlp-proto-http==1.45.2 \
+  opentelemetry-exporter-prometheus==0.66b2 \
+  opentelemetry-proto==1.45.2 \
+  opentelemetry-sdk==1.45.2 \
+  opentelemetry-semantic-conventions==0.66b2 \
+  orjson==3.13.0 \
+  packaging==25.0 \
+  pandas==3.1.1 \
+  peft==0.21.2 \
+  pillow==13.0.0 \
+  platformdirs==4.14.9 \
+  pluggy==1.7.0 \
+  prometheus-client==0.26.0 \
+  propcache==0.5.4 \
+  proto-plus==1.29.0 \
+  protobuf==7.36.2 \
+  psutil==7.2.2 \
+  py-spy==0.4.3 \
+  pyarrow==26.0.1 \
+  pyasn1==0.6.5 \
+  pyasn1-modules==0.4.2 \
+  pybind11==3.1.0 \
+  pycparser==3.12 \
+  pydantic==2.14.4 \
+  pydantic-core==2.50.5 \
+  pygments==2.21.0 \
+  pylatexenc==2.11 \
+  pytest==9.2.0 \
+  pytest-asyncio==1.5.0 \
+  pytest-rerunfailures==16.7 \
+  python-dateutil==4.0.0 \
+  python-discovery==1.9.6 \
+  pyvers==0.1.0 \
+  pyyaml==6.0.4 \
+  pyzmq==27.3.0 \
+  qwen-vl-utils==0.0.14 \
+  ray==2.58.0 \
+  referencing==0.37.0 \
+  regex==2026.11.19 \
+  requests==2.34.2 \
+  rich==15.0.0 \
+  rpds-py==2026.9.1 \
+  safetensors==0.8.0 \
+  setuptools==81.0.0 \
+  shellingham==1.5.4 \
+  six==1.17.0 \
+  smart-open==9.0.2 \
+  sniffio==1.3.1 \
+  starlette==1.10.0 \
+  sympy==1.14.0 \
+  tensorboard==2.21.0 \
+  tensorboard-data-server==0.7.2 \
+  tensordict==0.10.0 \
+  tokenizers==0.22.2 \
+  torch==2.11.0 \
+  torchaudio==2.11.0 \
+  torchcodec==0.11.1 \
+  torchdata==0.11.0 \
+  torchvision==0.26.0 \
+  tqdm==4.70.1 \
+  transferqueue==0.1.11 \
+  transformers==5.9.0 \
+  triton==3.6.0 \
+  typer==0.29.2 \
+  typing-extensions==4.16.0 \
+  typing-inspection==0.4.5 \
+  tzdata==2026.6 \
+  urllib3==2.8.0 \
+  uvicorn==0.54.0 \
+  verl==0.9.1 \
+  virtualenv==21.14.5 \
+  wandb==0.31.0 \
+  werkzeug==3.1.9 \
+  wrapt==2.5.2 \
+  xxhash==4.1.0 \
+  yarl==1.25.1 \
+  zipp==4.1.2 > "$CONSTRAINTS"
+
+# 4. verl: verl 0.9.1, torch 2.11.0, no engine and every pin (one resolve).
+run "$UV" pip install --python "$VENV/bin/python" 'verl[verl-core]==0.9.1' torch==2.11.0 torchvision==0.26.0 torchaudio==2.11.0 ray==2.58.0 transformers==5.9.0 tensordict==0.10.0 numpy==2.2.6 triton==3.6.0 torchcodec==0.11.1 --constraint "$CONSTRAINTS" --only-binary :all: --no-binary antlr4-python3-runtime --no-binary flashinfer-python
+# 5. verify: every pin is what got installed (metadata only), then the
 # import probe verl-setup runs: what a training run of this verl imports.
 run "$VENV/bin/python" -c '
 import sys
