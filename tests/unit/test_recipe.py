@@ -33,7 +33,8 @@ def _normalise(tokens: list[str]) -> list[str]:
             skip = True
         elif arg != "--no-cache":
             previous = tokens[i - 1] if i > 0 else ""
-            out.append(SENTINEL if previous == "--override" else CLOSURE if previous == "--constraint" else arg)
+            named = {"--override": SENTINEL, "--constraint": CLOSURE}
+            out.append(named.get(previous, arg))
     return out
 
 
