@@ -5,9 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from tests.conftest import json_data, run_cli
+from verl_setup.environment.index import DistFile, Release
 from verl_setup.environment.uv import explain_failure
 from verl_setup.maintenance.floors import compute_floor
-from verl_setup.maintenance.index import DistFile, Release
 from verl_setup.matrix.load import default_matrix_path, load_matrix
 from verl_setup.matrix.resolved import Resolution, record_resolved
 from verl_setup.util.binary import binary_only

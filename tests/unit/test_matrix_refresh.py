@@ -8,8 +8,8 @@ import pytest
 from packaging.requirements import Requirement
 from packaging.specifiers import SpecifierSet
 
+from verl_setup.environment.index import DistFile, Release
 from verl_setup.maintenance.check import resolution_of
-from verl_setup.maintenance.index import DistFile, Release
 from verl_setup.maintenance.metadata import (
     ReleaseMeta,
     cuda_of,

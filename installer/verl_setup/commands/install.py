@@ -32,6 +32,13 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--wait", type=float, default=600.0, metavar="S", help="wait for another install (600)")
     p.add_argument("--no-import", action="store_true", help="skip the import probe")
     p.add_argument(
+        "--upgrade",
+        "--refresh",
+        action="store_true",
+        help="resolve the row anew within its pins instead of its recorded closure: lists what moves "
+        "(versions, upload dates) before installing; the environment is then unproven",
+    )
+    p.add_argument(
         "--import-timeout", type=float, default=900.0, metavar="S", help="for the import probe (900)"
     )
     g = p.add_argument_group("every node of a cluster (a prefix path the same on each node)")
@@ -60,6 +67,7 @@ def options_from_args(args: argparse.Namespace) -> InstallOptions:
         wait_s=args.wait,
         import_timeout=None if args.no_import else args.import_timeout,
         offline=args.offline,
+        upgrade=args.upgrade,
     )
 
 

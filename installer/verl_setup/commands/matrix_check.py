@@ -9,6 +9,7 @@ from typing import TextIO
 from verl_setup.environment.uv import uv_env
 from verl_setup.errors import CheckFailedError
 from verl_setup.maintenance.check import RowCheck, check_row, default_index, indexes_for
+from verl_setup.maintenance.closure_targets import with_targets
 from verl_setup.matrix.load import Matrix
 from verl_setup.matrix.resolved import load_resolved, record_resolved
 from verl_setup.output import Progress, emit
@@ -73,7 +74,13 @@ def command(
         )
     seconds = round(time.monotonic() - start, 1)
     if record:
-        updates = {r.row: r.resolution for r in results if r.resolution is not None and not r.regressed}
+        updates = {
+            r.row: with_targets(
+                r.resolution, matrix.row(r.row), matrix, uv=uv, env=uv_environment, say=progress.say
+            )
+            for r in results
+            if r.resolution is not None and not r.regressed
+        }
         if updates:
             progress.say(f"recorded {len(updates)} resolutions in {record_resolved(matrix.path, updates)}")
     regressed = [r.row for r in results if r.regressed]

@@ -8,11 +8,11 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TextIO
 
+from verl_setup.environment.index import masked
 from verl_setup.environment.uv import uv_env
 from verl_setup.errors import BadInputError
 from verl_setup.maintenance.candidate_row import row_data
 from verl_setup.maintenance.check import default_index
-from verl_setup.maintenance.index import masked
 from verl_setup.maintenance.propose import Candidate, Proposer, Refusal
 from verl_setup.maintenance.releases import default_since
 from verl_setup.matrix.load import Matrix

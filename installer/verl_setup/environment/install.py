@@ -23,6 +23,7 @@ from typing import Any, TextIO
 from packaging.utils import canonicalize_name
 
 from verl_setup import __version__
+from verl_setup.environment.closure_moves import GoneWatch
 from verl_setup.environment.install_job import (
     INPUTS,
     Command,
@@ -87,6 +88,7 @@ def build(job: Job, progress: Progress) -> tuple[Job, dict[str, Any], Report]:
     progress.step(
         "venv", f"creating {job.staging.name} beside {layout.prefix.name} (Python {job.choice.version})"
     )
+    watch = GoneWatch(None if lock or job.bundle or job.upgrade else job.recipe.closure, job.uv, job.uv_env)
     job = _make_venv(job, progress)
     final = job.recipe.step("verl")
     write_inputs(row, job.staging / INPUTS, final.requirements if final else None, job.recipe.constraints)
@@ -98,10 +100,15 @@ def build(job: Job, progress: Progress) -> tuple[Job, dict[str, Any], Report]:
         tty = sys.stderr.isatty()
         if tty:
             progress.end_line()  # uv draws its own progress bars below the status line
-        _run_uv(command, job=job, tty=tty, timeout=INSTALL_TIMEOUT_S)
+        try:
+            _run_uv(command, job=job, tty=tty, timeout=INSTALL_TIMEOUT_S)
+        except InstallError:
+            watch.stop_if_gone()  # uv failing on a deleted closure release: name it instead
+            raise
         ext = job.recipe.extension(command.what)
         if ext is not None and ext.mode in ("wheel", "build"):
             _check_extension(job, ext, progress)
+    watch.stop_if_gone()
     progress.step(
         "verify", "installed versions" + ("" if job.import_timeout is None else ", then the import probe")
     )
@@ -239,8 +246,17 @@ def manifest(job: Job, report: Report) -> dict[str, Any]:
         "facts": plan.target.facts_json(),
         "warnings": [*plan.warnings, *job.recipe.warnings, *([choice.warning] if choice.warning else [])],
         "distributions": dict(sorted(snap.versions().items())),
+        "closure": _closure_record(job),
         "import_probe": None if report.probe is None else report.probe.to_json(),
     }
+
+
+def _closure_record(job: Job) -> dict[str, Any] | None:
+    """What the environment was held to: the closure's facts and pins (verify compares with them)."""
+    closure = job.recipe.closure
+    if closure is None or job.lock is not None:  # a lock is its own closure
+        return None
+    return {**closure.to_json(), "pins": dict(closure.pins)}
 
 
 def _no_space(job: Job, stderr: str, env: Mapping[str, str]) -> str:

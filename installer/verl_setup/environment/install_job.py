@@ -42,6 +42,7 @@ class InstallOptions:
     wait_s: float = 600.0
     import_timeout: float | None = 900.0
     offline: Path | None = None  # a bundle folder (`verl-setup bundle`): its lock, no network
+    upgrade: bool = False  # resolve the row anew instead of holding it to its recorded closure
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -118,6 +119,7 @@ class Job:
     env: Mapping[str, str]
     import_timeout: float | None
     bundle: Bundle | None = None
+    upgrade: bool = False
 
 
 def prepare(options: InstallOptions, env: Mapping[str, str], progress: Progress) -> Job:
@@ -150,6 +152,15 @@ def prepare(options: InstallOptions, env: Mapping[str, str], progress: Progress)
             "compatibility, which works inside the image `verl-setup render docker --policy forward` "
             "makes, not in a venv on this host; nothing was changed"
         )
+    uv = find_uv()
+    if options.upgrade and lock is None and options.offline is None:
+        from verl_setup.environment.closure_moves import fresh_closure  # noqa: PLC0415
+
+        plan = dataclasses.replace(
+            plan, closure_override=fresh_closure(plan, uv=uv, env=env, say=progress.say)
+        )
+    elif lock is None:
+        progress.step("closure", plan.closure.words())
     requests = options.extensions if lock is None else lock.requests(options.extensions)
     recipe = recipe_for(plan, requests, env, options.wheel_sources)
     if lock is None:
@@ -162,7 +173,6 @@ def prepare(options: InstallOptions, env: Mapping[str, str], progress: Progress)
     prefix = Path(options.prefix).expanduser().absolute()
     prefix = resolve_prefix(prefix)
     check_prefix(prefix)
-    uv = find_uv()
     found = (  # planning already detected this machine's interpreters, unless it read a host file
         plan.target.host_pythons
         if plan.target.local
@@ -189,6 +199,7 @@ def prepare(options: InstallOptions, env: Mapping[str, str], progress: Progress)
         env=env,
         import_timeout=options.import_timeout,
         bundle=bundle,
+        upgrade=options.upgrade,
     )
 
 

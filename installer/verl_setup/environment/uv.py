@@ -19,11 +19,11 @@ from verl_setup.util.binary import binary_only
 UV_MANYLINUX = ((2, 17), (2, 28), *((2, m) for m in range(31, 41)))
 
 
-def python_platform(row: Row) -> str:
-    """uv's --python-platform for a row: its architecture and glibc floor."""
+def python_platform(row: Row, arch: str | None = None) -> str:
+    """uv's --python-platform for a row: its (first) architecture and glibc floor."""
     floor = tuple(int(p) for p in row.requires.glibc.split("."))
     major, minor = max((p for p in UV_MANYLINUX if p <= floor), default=UV_MANYLINUX[0])
-    return f"{row.requires.arch[0]}-manylinux_{major}_{minor}"
+    return f"{arch or row.requires.arch[0]}-manylinux_{major}_{minor}"
 
 
 def write_inputs(
@@ -55,12 +55,13 @@ def compile_command(
     hashes: bool = False,
     constraints: Path | None = None,
     exclude_newer: str | None = None,
+    arch: str | None = None,
 ) -> list[str]:
     """`uv pip compile` for the row's target Python and platform, from any machine."""
     argv = [
         uv, "pip", "compile", str(requirements),
         "--python-version", python,
-        "--python-platform", python_platform(row),
+        "--python-platform", python_platform(row, arch),
         "--no-python-downloads",
         "--no-header",
         "--quiet",

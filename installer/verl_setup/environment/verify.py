@@ -17,6 +17,7 @@ from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
 from verl_setup.environment.abi import AbiReport, check_site_packages
+from verl_setup.environment.closure_state import closure_state
 from verl_setup.environment.import_probe import ProbeResult
 from verl_setup.environment.lock import Lock
 from verl_setup.errors import BadInputError, CheckFailedError
@@ -111,6 +112,7 @@ class Expected:
     pins: dict[str, str]
     complete: bool
     python: str | None = None
+    closure: Mapping[str, Any] | None = None  # the manifest's closure record
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -218,7 +220,13 @@ class Report:
             "distributions": dict(sorted(s.versions().items())),
             "import": None if self.probe is None else self.probe.to_json(),
             "abi": None if self.abi is None else self.abi.to_json(),
+            "closure": _closure_json(s, self.expected),
         }
+
+
+def _closure_json(snap: Snapshot, expected: Expected) -> dict[str, Any] | None:
+    state = closure_state(snap.versions(), expected.closure)
+    return None if state is None else state.to_json()
 
 
 def same_version(found: str | None, expected: str) -> bool:
@@ -276,6 +284,7 @@ def from_manifest(path: Path) -> Expected | None:
             pins={str(canonicalize_name(k)): str(v) for k, v in data["distributions"].items()},
             complete=True,
             python=str(data["python"]["version"]),
+            closure=data.get("closure"),
         )
     except FileNotFoundError:
         return None
@@ -356,6 +365,8 @@ def verify_env(
     snap = probe(python, env)
     expected = expected_for(snap)
     findings, notes = compare(snap, expected)
+    state = closure_state(snap.versions(), expected.closure)
+    notes += [] if state is None else [f"closure: {state.words()}"]
     abi = check_site_packages(
         tuple(dict.fromkeys(Path(d.location) for d in snap.dists if Path(d.location).is_dir()))
     )

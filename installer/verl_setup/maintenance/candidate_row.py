@@ -11,7 +11,7 @@ from typing import Any
 from packaging.requirements import Requirement
 from packaging.version import Version
 
-from verl_setup.maintenance.index import Index
+from verl_setup.environment.index import Index
 from verl_setup.maintenance.metadata import (
     ReleaseMeta,
     exact_pin,

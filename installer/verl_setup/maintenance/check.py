@@ -25,10 +25,10 @@ from typing import Any
 
 from packaging.utils import canonicalize_name
 
+from verl_setup.environment.index import Index, Release, configured_index
 from verl_setup.environment.uv import compile_command, explain_failure, python_platform, write_inputs
 from verl_setup.errors import InstallError
 from verl_setup.maintenance.floors import Floor, floor_from_index
-from verl_setup.maintenance.index import Index, Release, configured_index
 from verl_setup.matrix.load import Matrix
 from verl_setup.matrix.resolved import Resolution
 from verl_setup.matrix.schema import Row
@@ -122,11 +122,21 @@ class RowCheck:
 
 
 def resolve(
-    row: Row, matrix: Matrix, uv: str, env: Mapping[str, str], python: str | None = None
+    row: Row,
+    matrix: Matrix,
+    uv: str,
+    env: Mapping[str, str],
+    *,
+    python: str | None = None,
+    arch: str | None = None,
+    exclude_newer: str | None = None,
+    prefer: Mapping[str, str] | None = None,
 ) -> tuple[int, str, str]:
     """(returncode, stdout, stderr) of the row's hashed resolution, as `matrix prove` makes it.
 
-    For the row's recommended Python and its first architecture unless another Python is given."""
+    For the row's recommended Python and its first architecture unless another Python is given.
+    `prefer`: versions uv keeps wherever they still resolve (its preferences: the pins already in
+    the output file), so another target moves only what it must."""
     from verl_setup.util.runner import ProgramError, run  # noqa: PLC0415
 
     requirements = matrix.rows_file.without_extensions(row)
@@ -140,12 +150,20 @@ def resolve(
             requirements=Path("requirements.in"),
             overrides=None if overrides is None else Path(overrides.name),
             hashes=True,
+            arch=arch,
+            exclude_newer=exclude_newer,
         )
         argv.remove("--quiet")  # uv's yank warnings are evidence here
+        if prefer:
+            lines = "".join(f"{name}=={version}\n" for name, version in sorted(prefer.items()))
+            (Path(tmp) / "preferred.txt").write_text(lines, encoding="utf-8")
+            argv += ["--output-file", "preferred.txt"]
         try:
             out = run(argv, timeout=COMPILE_TIMEOUT_S, env=env, cwd=tmp)
         except ProgramError as exc:
             raise InstallError(f"uv pip compile: {exc}") from exc
+        if prefer and out.returncode == 0:
+            return 0, (Path(tmp) / "preferred.txt").read_text(encoding="utf-8"), out.stderr
     return out.returncode, out.stdout, out.stderr
 
 

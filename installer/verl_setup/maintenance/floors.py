@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from packaging.tags import Tag, compatible_tags, cpython_tags
 from packaging.utils import InvalidWheelFilename, canonicalize_name, parse_wheel_filename
 
-from verl_setup.maintenance.index import Index, Release
+from verl_setup.environment.index import Index, Release
 from verl_setup.util.versions import minor_of
 
 _MANYLINUX = re.compile(r"^manylinux_(\d+)_(\d+)_(\w+)$")

@@ -18,7 +18,7 @@ from packaging.requirements import InvalidRequirement, Requirement
 from packaging.specifiers import SpecifierSet
 from packaging.utils import InvalidWheelFilename, canonicalize_name, parse_wheel_filename
 
-from verl_setup.maintenance.index import DistFile, Index, Release
+from verl_setup.environment.index import DistFile, Index, Release
 from verl_setup.util.versions import minor_of
 
 PYTHON_MINORS = ("3.10", "3.11", "3.12", "3.13", "3.14")

@@ -20,10 +20,10 @@ from packaging.specifiers import SpecifierSet
 from packaging.utils import canonicalize_name
 from packaging.version import Version
 
+from verl_setup.environment.index import Index
 from verl_setup.environment.uv import explain_failure, python_platform
 from verl_setup.maintenance.candidate_row import candidate_row, recommended_python
 from verl_setup.maintenance.check import resolution_of, resolve
-from verl_setup.maintenance.index import Index
 from verl_setup.maintenance.metadata import (
     ReleaseMeta,
     UvConfig,

@@ -30,6 +30,7 @@ from verl_setup.environment.lock import read_lock
 from verl_setup.environment.uv import uv_env
 from verl_setup.errors import CheckFailedError, InstallError
 from verl_setup.maintenance.check import default_index, floor_above, resolution_of, row_floor
+from verl_setup.maintenance.closure_targets import with_targets
 from verl_setup.maintenance.floors import Floor
 from verl_setup.matrix.load import Matrix
 from verl_setup.matrix.proof import Evidence, record, today
@@ -302,7 +303,10 @@ def command(
             if keep_record and not result.skipped:
                 book = record(book, row, result.steps, result.failed, result.stopped)
             if keep_record and result.resolution is not None:
-                record_resolved(matrix.path, {row.id: result.resolution})
+                closure = with_targets(
+                    result.resolution, row, matrix, uv=find_uv(), env=env, say=progress.say
+                )
+                record_resolved(matrix.path, {row.id: closure})
     failed = [r.row for r in results if r.failed]
     error = (
         CheckFailedError(f"{len(failed)} of {len(results)} rows did not reach `imports`: {', '.join(failed)}")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from packaging.version import InvalidVersion, Version
 
-from verl_setup.maintenance.index import Index
+from verl_setup.environment.index import Index
 from verl_setup.matrix.load import Matrix
 
 

@@ -47,6 +47,7 @@ class Closure:
     source: ClosureSource
     pins: tuple[tuple[str, str], ...] = ()  # (distribution, version), sorted
     recorded: str | None = None  # YYYY-MM-DD of the resolution
+    as_of: str | None = None  # the newest upload among its pins: --exclude-newer's date
     level: str = "-"  # the row's proof level, in plan's words
     moved: tuple[Moved, ...] = ()  # source "upgraded": what moved off the recorded closure
     note: str = ""  # source "none": why there is no closure for this target
@@ -54,7 +55,8 @@ class Closure:
     @property
     def exclude_newer(self) -> str | None:
         """uv's --exclude-newer for a target without a recorded set: the end of the recording day."""
-        return f"{self.recorded}T23:59:59Z" if self.source == "exclude-newer" and self.recorded else None
+        day = self.as_of or self.recorded
+        return f"{day}T23:59:59Z" if self.source == "exclude-newer" and day else None
 
     def constraints(self, skip: Iterable[str] = ()) -> tuple[str, ...]:
         """`name==version` lines for uv's --constraint, less the distributions in `skip` (those
@@ -75,9 +77,10 @@ class Closure:
                 f"recorded {self.recorded or '(undated)'}; this set is unproven"
             )
         if self.source == "exclude-newer":
+            day = self.as_of or self.recorded
             return (
-                f"none recorded for Python {self.target}: resolved as the index stood on "
-                f"{self.recorded} (uv --exclude-newer), the same set every day but not a proven one"
+                f"none recorded for Python {self.target}: resolved as the index stood on {day} "
+                "(uv --exclude-newer): the same set every day, not a proven one"
             )
         return f"none for Python {self.target}: {self.note}; the packages below the row's pins float"
 
@@ -103,6 +106,7 @@ def closure_for(
     recorded: str | None,
     level: str,
     any_recorded: bool,
+    as_of: str | None = None,
     dated_index: bool = True,
 ) -> Closure:
     """The closure on one target from the row's recorded resolution (see Matrix.closure)."""
@@ -114,10 +118,13 @@ def closure_for(
             source="recorded",
             pins=tuple(sorted(resolution_pins.items())),
             recorded=recorded,
+            as_of=as_of,
             level=level,
         )
-    if any_recorded and recorded and dated_index:
-        return Closure(row=row, target=target, source="exclude-newer", recorded=recorded, level=level)
+    if any_recorded and (as_of or recorded) and dated_index:
+        return Closure(
+            row=row, target=target, source="exclude-newer", recorded=recorded, as_of=as_of, level=level
+        )
     if not any_recorded:
         note = f"row {row} was edited since its last proof (`verl-setup matrix prove {row}` records one)"
     elif not dated_index:

@@ -75,6 +75,7 @@ class Matrix:
             python=python,
             arch=target_arch,
             recorded=None if found is None else found.recorded,
+            as_of=None if found is None else found.as_of,
             level=self.proof_words(row),
             any_recorded=found is not None,
             dated_index=self.index_url(row) is None,

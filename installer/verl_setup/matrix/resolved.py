@@ -2,7 +2,8 @@
 install, lock, render and bundle hold every transitive package to, and the baseline of `matrix check`.
 
 Written by `matrix prove` (its `resolves` step) and `matrix check --record`, never by hand. Per
-row: the row hash it was resolved for, the date it was recorded, the Python and platform, the glibc
+row: the row hash it was resolved for, the date it was recorded, the Python and platform, the newest
+upload date among its pins (the index "as of" which it resolved), the glibc
 floor computed from the manylinux tags of its wheels (maintenance/floors.py) with the distributions
 that set it, and every distribution as "VERSION FILES" where FILES is a short digest of the sha256
 of every file uv saw for that version (so a re-upload under the same version shows). Other targets
@@ -38,6 +39,8 @@ class Resolution:
     glibc_floor: str | None = None  # computed from its wheels' manylinux tags; None: not computed
     glibc_floor_set_by: tuple[str, ...] = ()
     recorded: str | None = None  # the date of the resolution (YYYY-MM-DD); None: not recorded
+    # The newest upload date among its pins: the index "as of" which it resolved (--exclude-newer).
+    as_of: str | None = None
     # "PYTHON_MINOR ARCH" -> what differs from the base pins there (None: not in that set).
     targets: dict[str, dict[str, str | None]] = field(default_factory=dict)
 
@@ -100,6 +103,7 @@ def load_resolved(rows_path: Path) -> dict[str, Resolution]:
                 glibc_floor=None if entry.get("glibc_floor") is None else str(entry["glibc_floor"]),
                 glibc_floor_set_by=tuple(str(s) for s in entry.get("glibc_floor_set_by") or ()),
                 recorded=None if entry.get("recorded") is None else str(entry["recorded"]),
+                as_of=None if entry.get("as_of") is None else str(entry["as_of"]),
                 targets={
                     str(key): {str(n): None if v is None else str(v) for n, v in (changes or {}).items()}
                     for key, changes in (entry.get("targets") or {}).items()
@@ -123,6 +127,7 @@ def record_resolved(rows_path: Path, updates: dict[str, Resolution]) -> Path:
             row_id: {
                 "row_sha256": r.row_sha256,
                 **({"recorded": r.recorded} if r.recorded else {}),
+                **({"as_of": r.as_of} if r.as_of else {}),
                 "python": r.python,
                 "platform": r.platform,
                 **({"glibc_floor": r.glibc_floor} if r.glibc_floor else {}),
@@ -147,7 +152,7 @@ def _dated(new: Resolution, old: Resolution | None) -> Resolution:
     if old is None or new.recorded is None:
         return new
     if old.row_sha256 == new.row_sha256 and old.pins == new.pins and old.targets == new.targets:
-        return replace(new, recorded=old.recorded or new.recorded)
+        return replace(new, recorded=old.recorded or new.recorded, as_of=old.as_of or new.as_of)
     return new
 
 

@@ -47,7 +47,7 @@ def fetch_source(
             f"{name} builds from {facts.build.split('@', 1)[-1].strip()}, which is not on the package "
             f"index: fetch it and pass --source {name}=PATH (a source folder or an sdist)"
         )
-    from verl_setup.maintenance.index import Index, configured_index  # noqa: PLC0415
+    from verl_setup.environment.index import Index, configured_index  # noqa: PLC0415
     from verl_setup.util.uvbin import find_uv  # noqa: PLC0415
 
     index = Index(configured_index(find_uv(), env))
@@ -85,7 +85,7 @@ def _given(name: str, version: str, given: str, work: Path) -> Source:
 def _download(url: str, target: Path) -> None:
     import requests  # noqa: PLC0415
 
-    from verl_setup.maintenance.index import masked  # noqa: PLC0415
+    from verl_setup.environment.index import masked  # noqa: PLC0415
 
     partial = target.with_name(target.name + ".partial")
     try:
