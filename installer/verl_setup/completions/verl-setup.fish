@@ -211,6 +211,8 @@ complete -c verl-setup -n '__fish_seen_subcommand_from install' -l json
 complete -c verl-setup -n '__fish_seen_subcommand_from install' -l no-python-downloads
 complete -c verl-setup -n '__fish_seen_subcommand_from install' -l wait
 complete -c verl-setup -n '__fish_seen_subcommand_from install' -l no-import
+complete -c verl-setup -n '__fish_seen_subcommand_from install' -l upgrade
+complete -c verl-setup -n '__fish_seen_subcommand_from install' -l refresh
 complete -c verl-setup -n '__fish_seen_subcommand_from install' -l import-timeout
 complete -c verl-setup -n '__fish_seen_subcommand_from install' -l cluster
 complete -c verl-setup -n '__fish_seen_subcommand_from install' -l ray
