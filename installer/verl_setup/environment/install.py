@@ -256,7 +256,7 @@ def _closure_record(job: Job) -> dict[str, Any] | None:
     closure = job.recipe.closure
     if closure is None or job.lock is not None:  # a lock is its own closure
         return None
-    return {**closure.to_json(), "pins": dict(closure.pins)}
+    return {**closure.to_json(), "pins": closure.recorded_pins()}
 
 
 def _no_space(job: Job, stderr: str, env: Mapping[str, str]) -> str:

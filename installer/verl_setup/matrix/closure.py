@@ -64,6 +64,16 @@ class Closure:
         left_out = set(skip)
         return tuple(f"{name}=={version}" for name, version in self.pins if name not in left_out)
 
+    def recorded_pins(self) -> dict[str, str]:
+        """The recorded closure's pins (for an upgraded one: before what moved)."""
+        pins = dict(self.pins)
+        for m in self.moved:
+            if m.was is None:
+                pins.pop(m.name, None)
+            else:
+                pins[m.name] = m.was
+        return pins
+
     def words(self) -> str:
         """The one line plan and install print about it, after the word "closure"."""
         if self.source == "recorded":
