@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import json
+import os
 import re
 import time
 from collections.abc import Iterator, Sequence
@@ -243,15 +244,20 @@ def installed_torch(site_packages: Path) -> Torch | None:
 
 
 def _candidates(folders: Sequence[Path], torch: Torch) -> Iterator[Path]:
-    """Shared objects below `folders`, torch's own package left out, bounded in count and depth."""
-    own = torch.lib.parent.resolve()
+    """Shared objects below `folders`, torch's own package left out, bounded in count and depth.
+
+    One scandir per folder (its entries carry their type, so no stat per file): site-packages
+    holds tens of thousands of files, and this walk runs on every install and verify."""
+    own = str(torch.lib.parent.resolve())
     seen = 0
     for folder in folders:
-        stack = [(folder, 0)]
+        # Symlinks are never followed, so below a real folder every path is already a real one.
+        stack = [(os.path.realpath(folder), 0)]
         while stack:
             current, depth = stack.pop()
             try:
-                entries = sorted(current.iterdir())
+                with os.scandir(current) as found:
+                    entries = sorted(found, key=lambda e: e.name)
             except OSError:
                 continue
             for entry in entries:
@@ -260,11 +266,11 @@ def _candidates(folders: Sequence[Path], torch: Torch) -> Iterator[Path]:
                     return
                 if entry.is_symlink():
                     continue
-                if entry.is_dir():
-                    if depth < MAX_DEPTH and entry.resolve() != own and not entry.name.endswith(".dist-info"):
-                        stack.append((entry, depth + 1))
-                elif (entry.suffix == ".so" or ".so." in entry.name) and is_elf(entry):
-                    yield entry
+                if entry.is_dir(follow_symlinks=False):
+                    if depth < MAX_DEPTH and entry.path != own and not entry.name.endswith(".dist-info"):
+                        stack.append((entry.path, depth + 1))
+                elif (entry.name.endswith(".so") or ".so." in entry.name) and is_elf(Path(entry.path)):
+                    yield Path(entry.path)
 
 
 def _other_variant(path: Path, torch: Torch) -> bool:
