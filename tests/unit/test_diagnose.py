@@ -7,6 +7,7 @@ import io
 import json
 import os
 import shutil
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -19,6 +20,8 @@ from verl_setup.diagnose.verdict import Diagnosis, diagnose
 from verl_setup.output import SCHEMA
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "diagnose"
+# diagnose finds candidate lines with grep -F (one pass); each test here runs it for real.
+pytestmark = pytest.mark.subprocess
 
 
 def run(*names: str) -> Diagnosis:
@@ -215,3 +218,109 @@ def test_doctor_points_to_diagnose_when_a_launch_already_failed(
     assert f"`verl-setup diagnose {session.parent / 'session_latest'}`" in capsys.readouterr().out
     main_inner(["doctor", "--check", "memory", "--json"])
     assert "verl-setup diagnose" in json.loads(capsys.readouterr().out)["data"]["diagnose_hint"]
+
+
+def _same(d: Diagnosis) -> dict[str, object]:
+    data = d.to_json()
+    data.pop("seconds")
+    return data
+
+
+@pytest.mark.parametrize(
+    "name", [c[0] for c in CASES] + ["unrelated-verl-4308.log", "ray-session-worker-died"]
+)
+def test_without_grep_the_python_scan_gives_the_same_diagnosis(
+    name: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with_grep = _same(run(name))
+    monkeypatch.setattr(scan, "_grep", lambda: None)
+    assert _same(run(name)) == with_grep
+
+
+def test_a_failing_grep_falls_back_to_the_python_scan(monkeypatch: pytest.MonkeyPatch) -> None:
+    # sh given grep's flags refuses them (exit 2): the scan reads the file itself.
+    monkeypatch.setattr(scan, "_grep", lambda: shutil.which("sh"))
+    d = run("cuda-oom-trainer-verl-2828.log")
+    assert d.cls == "cuda-oom"
+    assert d.verdict is not None
+    assert d.verdict.evidence[0].line == 13
+
+
+@pytest.fixture
+def deep_root(tmp_path: Path) -> Iterator[Path]:
+    """tmp_path, emptied from the bottom up afterwards (pytest's rmtree recurses once per level)."""
+    yield tmp_path
+    bottom = tmp_path
+    while (bottom / "d").is_dir():
+        bottom = bottom / "d"
+    while bottom != tmp_path:
+        for f in bottom.iterdir():
+            f.unlink()
+        bottom.rmdir()
+        bottom = bottom.parent
+
+
+def _deep(root: Path, levels: int) -> Path:
+    for _ in range(levels):  # not os.makedirs: it recurses once per level too
+        root = root / "d"
+        root.mkdir()
+    return root
+
+
+def test_a_folder_1500_levels_deep_is_walked_without_recursion(deep_root: Path) -> None:
+    tmp_path = deep_root
+    # G1: os.walk recursed once per level on Python 3.10/3.11 and raised RecursionError.
+    shutil.copy(FIXTURES / "nccl-connect-verl-726.log", tmp_path / "driver.log")
+    deep = _deep(tmp_path, 1500)
+    (deep / "worker.err").write_text("nothing\n")
+    d = diagnose(gather([tmp_path], {}, system=False))
+    assert d.cls == "nccl-connect"
+    assert any("levels deep were not read" in n for n in d.notes)
+
+
+def test_report_log_on_a_deep_folder_does_not_crash(
+    deep_root: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _deep(deep_root, 1500)
+    assert main_inner(["report", "--log", str(deep_root)]) == 0
+    assert "Failed run" in capsys.readouterr().out
+
+
+def test_a_binary_file_beside_the_log_is_skipped_unread(tmp_path: Path) -> None:
+    # G2: a checkpoint beside a one-line log was read as a log (66 s for 5 GB).
+    shutil.copy(FIXTURES / "import-error-verl-6931.log", tmp_path / "train.log")
+    ckpt = tmp_path / "model.safetensors"
+    with ckpt.open("wb") as out:  # safetensors: an 8-byte little-endian header length, then JSON
+        out.write((64).to_bytes(8, "little") + b'{"w":{"dtype":"BF16"}}'.ljust(64) + b"\0\x3f" * 4096)
+        out.seek(6 << 30)  # a sparse 6 GiB file: reading it would take a minute
+        out.write(b"\0")
+    d = diagnose(gather([tmp_path], {}, system=False))
+    assert d.cls == "import-error"
+    ckpt_read = next(r for r in d.to_json()["read"] if r["path"].endswith(".safetensors"))
+    assert "binary" in ckpt_read["skipped"]
+    assert d.seconds < 5
+
+
+def test_a_log_truncated_while_open_is_still_read(tmp_path: Path) -> None:
+    log = tmp_path / "rotated.log"  # copytruncate leaves NULs where the old lines were
+    hit = (FIXTURES / "nccl-connect-verl-726.log").read_bytes()
+    log.write_bytes(b"\0" * 20000 + hit + b"step 2 loss 0.1\n" * 1000)
+    assert run_path(log).cls == "nccl-connect"
+
+
+def run_path(path: Path) -> Diagnosis:
+    return diagnose(gather([path], {}, system=False))
+
+
+def test_bytes_read_are_bounded_and_a_large_log_is_read_from_its_end(tmp_path: Path) -> None:
+    log = tmp_path / "huge.log"
+    oom = (FIXTURES / "cuda-oom-trainer-verl-2828.log").read_bytes()
+    log.write_bytes(b"step 1 loss 0.1\n" * 100_000 + oom)
+    other = tmp_path / "z-later.log"
+    other.write_bytes(oom)
+    d = diagnose(gather([log, other], {}, system=False), max_bytes=len(oom) + 1000)
+    assert d.cls == "cuda-oom"
+    first = d.to_json()["read"][0]
+    assert first["from_byte"] == log.stat().st_size - len(oom) - 1000
+    assert any("read its last" in n for n in d.notes)
+    assert any("1 file(s) not read" in n for n in d.notes)

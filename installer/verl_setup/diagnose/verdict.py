@@ -13,6 +13,8 @@ from verl_setup.diagnose.rules import RULES, rule_of, triggers
 from verl_setup.diagnose.scan import FileScan, Hit, scan_file, scan_text
 from verl_setup.diagnose.sources import Sources
 
+MAX_BYTES = 4 << 30  # bytes read in one diagnosis (about 5 s); a larger file is read from its end
+
 
 @dataclass(frozen=True, kw_only=True)
 class Diagnosis:
@@ -36,7 +38,14 @@ class Diagnosis:
             "verdict": _finding_json(self.verdict) if self.verdict else None,
             "also_seen": [_finding_json(f) for f in self.others],
             "read": [
-                {"path": s.path, "bytes": s.size, "lines": s.lines, **({"error": s.error} if s.error else {})}
+                {
+                    "path": s.path,
+                    "bytes": s.size,
+                    "lines": s.lines,
+                    **({"error": s.error} if s.error else {}),
+                    **({"skipped": s.skipped} if s.skipped else {}),
+                    **({"from_byte": s.start} if s.start else {}),
+                }
                 for s in self.scans
             ],
             "notes": list(self.notes),
@@ -55,21 +64,32 @@ def _finding_json(f: Finding) -> dict[str, Any]:
     }
 
 
-def diagnose(sources: Sources) -> Diagnosis:
-    """Read the sources (streaming) and decide."""
+def diagnose(sources: Sources, max_bytes: int = MAX_BYTES) -> Diagnosis:
+    """Read the sources (streaming, at most `max_bytes` in all, in their order) and decide."""
     start = time.monotonic()
     pattern = triggers()
-    scans = [scan_file(path, pattern) for path in sources.files]
+    scans: list[FileScan] = []
+    notes = list(sources.notes)
+    left = max_bytes
+    for index, path in enumerate(sources.files):
+        if left <= 0:
+            notes.append(f"read {max_bytes / 2**30:g} GiB: {len(sources.files) - index} file(s) not read")
+            break
+        scan = scan_file(path, pattern, limit=left)
+        left -= scan.read
+        if scan.start:
+            notes.append(f"{scan.path}: read its last {scan.read} bytes (line numbers count from there)")
+        scans.append(scan)
     scans += [scan_text(name, text, pattern) for name, text in sources.texts.items()]
     by_class: dict[str, list[Hit]] = {}
     for scan in scans:
         for group, hits in scan.hits.items():
             by_class.setdefault(rule_of(group).id, []).extend(hits)
-    files = [s.path for s in scans if s.error is None]
+    files = [s.path for s in scans if s.error is None and s.skipped is None]
     present = [r for r in RULES if r.id in by_class]
     ordered = sorted(present, key=lambda r: r.tier)  # stable: precedence within a tier
     findings = [explain(r.id, by_class[r.id], files, as_verdict=(i == 0)) for i, r in enumerate(ordered)]
-    notes = [*sources.notes, *(s.error for s in scans if s.error)]
+    notes += [n for s in scans for n in (s.error, s.skipped) if n]
     return Diagnosis(
         verdict=findings[0] if findings else None,
         others=tuple(findings[1:]),
@@ -82,8 +102,8 @@ def diagnose(sources: Sources) -> Diagnosis:
 def text_report(d: Diagnosis) -> str:
     """The diagnosis for a terminal: verdict, evidence (file:line), remedy, then the rest."""
     out: list[str] = []
-    read = [s for s in d.scans if s.error is None]
-    size = sum(s.size for s in read)
+    read = [s for s in d.scans if s.error is None and s.skipped is None]
+    size = sum(s.read for s in read)
     lines = sum(s.lines for s in read)
     if d.verdict is None:
         out.append("diagnose: unknown")
