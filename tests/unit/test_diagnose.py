@@ -324,3 +324,49 @@ def test_bytes_read_are_bounded_and_a_large_log_is_read_from_its_end(tmp_path: P
     assert first["from_byte"] == log.stat().st_size - len(oom) - 1000
     assert any("read its last" in n for n in d.notes)
     assert any("1 file(s) not read" in n for n in d.notes)
+
+
+def test_the_dead_actors_pid_not_the_catching_tasks() -> None:
+    # Search-R1#45: `RayTaskError(ActorDiedError): ray::main_task() (pid=109108, ...)` caught it; the
+    # actor block below names the dead WorkerDict, pid 110142.
+    d = run("worker-died-main-task-pid-search-r1-45.log")
+    assert d.cls == "worker-died"
+    assert d.verdict is not None
+    assert d.verdict.facts["pid"] == "110142"
+    assert "(pid 110142)" in d.verdict.summary
+
+
+def test_a_global_rank_prefix_is_the_reporter_not_a_silent_rank() -> None:
+    # NCCL#1610: `[rank15]:[E218 ...] [Rank 1] Watchdog ...`: rank 15 reports, as rank 1 of its group.
+    d = run("nccl-timeout-global-rank-nccl-1610.log")
+    assert d.verdict is not None
+    assert d.verdict.facts["ranks_reporting"] == "13,15"
+    assert "ranks_silent" not in d.verdict.facts
+    assert "did not" not in d.verdict.summary
+
+
+def test_a_first_collective_that_never_completed_gets_connection_advice() -> None:
+    # verl#597: SeqNum=1, an ALLREDUCE of 1 element, "last completed NCCL work: -1".
+    d = run("nccl-timeout-verl-597.log")
+    assert d.verdict is not None
+    assert d.verdict.facts["first_collective"] == "never completed"
+    remedy = " ".join(d.verdict.remedy)
+    assert "doctor --check collective" in remedy
+    assert "NCCL_SOCKET_IFNAME" in remedy
+    assert "nccl_timeout" not in remedy
+    assert "never connected" in d.verdict.summary
+
+
+def test_rays_k8s_memory_hint_names_the_pod_limit(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Agent-R1#33: "The worker may have exceeded K8s pod memory limits."
+    from verl_setup.diagnose import explain_cluster  # noqa: PLC0415
+
+    monkeypatch.setattr(explain_cluster, "cgroup_limit", lambda: (64 * 2**30, "/sys/fs/cgroup/memory.max"))
+    d = run("worker-died-k8s-agent-r1-33.log")
+    assert d.cls == "worker-died"
+    assert d.verdict is not None
+    assert d.verdict.facts["k8s_memory_hint"] == "yes"
+    assert "pod's memory limit" in d.verdict.summary
+    remedy = " ".join(d.verdict.remedy)
+    assert "resources.limits.memory" in remedy
+    assert "64.0 GiB (/sys/fs/cgroup/memory.max)" in remedy
