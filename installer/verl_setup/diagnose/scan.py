@@ -12,12 +12,14 @@ skipped, and a file larger than the bytes left to read is read from its end, whe
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import io
 import os
 import re
 import shutil
 import stat
+import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -104,6 +106,21 @@ def scan_file(path: Path, triggers: Triggers, limit: int | None = None) -> FileS
     return result
 
 
+def text_size(path: Path) -> int:
+    """The bytes a scan of `path` would read whole: 0 for a binary, a non-file or an error."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    except (OSError, ValueError):
+        return 0
+    try:
+        info = os.fstat(fd)
+        return info.st_size if stat.S_ISREG(info.st_mode) and not _binary(fd, info.st_size) else 0
+    except OSError:
+        return 0
+    finally:
+        os.close(fd)
+
+
 def _binary(fd: int, size: int) -> bool:
     """NUL bytes among other bytes at the start (a checkpoint, a wheel, an image); a start of only
     NULs (a log truncated while open, copytruncate) is a log if its end has none."""
@@ -121,15 +138,16 @@ def _grep() -> str | None:
 
 
 def _grep_scan(grep: str, fd: int, triggers: Triggers, result: FileScan) -> bool:
-    """The candidate lines from `grep -F` over the file from its offset; meanwhile this process
-    counts its lines (pread: the shared offset is grep's). False if grep failed (then the caller
-    reads the file itself)."""
+    """The candidate lines from `grep -F` over the file from its offset, while `wc -l` counts its
+    lines beside it (its own descriptor: the offset of this one is grep's). False if grep failed
+    (then the caller reads the file itself)."""
     pattern, anchors = triggers
     argv = [grep, "-a", "-n", "-b", "-F", *(x for a in anchors for x in ("-e", a.decode("ascii")))]
     found = FileScan(path=result.path, size=result.size, start=result.start)  # kept apart until grep succeeds
     try:
-        with runner.piped(argv, stdin=fd, env={"LC_ALL": "C"}) as proc:
-            lines = _count_lines(fd, result.start, result.size)
+        with contextlib.ExitStack() as stack:
+            proc = stack.enter_context(runner.piped(argv, stdin=fd, env={"LC_ALL": "C"}))
+            counter = _start_count(result.path, result.start, stack)
             out = proc.stdout
             assert out is not None  # noqa: S101  # a pipe was asked for
             whole = True  # the previous piece ended its line
@@ -138,12 +156,40 @@ def _grep_scan(grep: str, fd: int, triggers: Triggers, result: FileScan) -> bool
                     _candidate(piece, fd, pattern, found)
                 whole = piece.endswith(b"\n")
             code = proc.wait()
+            lines = _counted(counter)
     except runner.ProgramError:
         return False
     if code not in (0, 1):  # 1: no line matched
         return False
+    if lines is None:
+        lines = _count_lines(fd, result.start, result.size)
+    elif result.size > result.start and os.pread(fd, 1, result.size - 1) != b"\n":
+        lines += 1  # an unfinished last line is a line
     result.hits, result.counts, result.lines = found.hits, found.counts, lines
     return True
+
+
+def _start_count(path: str, start: int, stack: contextlib.ExitStack) -> subprocess.Popen[bytes] | None:
+    """`wc -l` over the file from `start` (memchr speed, on another core), or None without wc."""
+    wc = shutil.which("wc")
+    if wc is None:
+        return None
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    stack.callback(os.close, fd)
+    os.lseek(fd, start, os.SEEK_SET)
+    try:
+        return stack.enter_context(runner.piped([wc, "-l"], stdin=fd, env={"LC_ALL": "C"}))
+    except runner.ProgramError:
+        return None
+
+
+def _counted(counter: subprocess.Popen[bytes] | None) -> int | None:
+    if counter is None or counter.stdout is None:
+        return None
+    text = counter.stdout.read(64).split()
+    if counter.wait() != 0 or not text or not text[0].isdigit():
+        return None
+    return int(text[0])
 
 
 def _count_lines(fd: int, start: int, size: int) -> int:

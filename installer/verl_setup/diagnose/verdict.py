@@ -3,14 +3,17 @@ order of precedence, else the first symptom, else "unknown" with what was read. 
 
 from __future__ import annotations
 
+import os
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from verl_setup.diagnose.explain import explain
 from verl_setup.diagnose.finding import Finding
 from verl_setup.diagnose.rules import RULES, rule_of, triggers
-from verl_setup.diagnose.scan import FileScan, Hit, scan_file, scan_text
+from verl_setup.diagnose.scan import FileScan, Hit, scan_file, scan_text, text_size
 from verl_setup.diagnose.sources import Sources
 
 MAX_BYTES = 4 << 30  # bytes read in one diagnosis (about 5 s); a larger file is read from its end
@@ -68,18 +71,22 @@ def diagnose(sources: Sources, max_bytes: int = MAX_BYTES) -> Diagnosis:
     """Read the sources (streaming, at most `max_bytes` in all, in their order) and decide."""
     start = time.monotonic()
     pattern = triggers()
-    scans: list[FileScan] = []
     notes = list(sources.notes)
+    # Each file's share of the byte budget, in reading order; then several files at once (each
+    # scan waits on its grep, so threads overlap them on the cores there are).
+    plan: list[tuple[Path, int]] = []
     left = max_bytes
     for index, path in enumerate(sources.files):
         if left <= 0:
             notes.append(f"read {max_bytes / 2**30:g} GiB: {len(sources.files) - index} file(s) not read")
             break
-        scan = scan_file(path, pattern, limit=left)
-        left -= scan.read
-        if scan.start:
-            notes.append(f"{scan.path}: read its last {scan.read} bytes (line numbers count from there)")
-        scans.append(scan)
+        plan.append((path, left))
+        left -= text_size(path)
+    with ThreadPoolExecutor(max_workers=max(1, min(4, os.cpu_count() or 1))) as pool:
+        scans = list(pool.map(lambda job: scan_file(job[0], pattern, limit=job[1]), plan))
+    notes += [
+        f"{s.path}: read its last {s.read} bytes (line numbers count from there)" for s in scans if s.start
+    ]
     scans += [scan_text(name, text, pattern) for name, text in sources.texts.items()]
     by_class: dict[str, list[Hit]] = {}
     for scan in scans:
