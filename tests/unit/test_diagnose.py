@@ -62,6 +62,29 @@ CASES = [
     ("hydra-grammar-recorded-1.3.2.log", "hydra", 1, {}),
     ("import-error-verl-6931.log", "import-error", 1, {"module": "megatron.bridge"}),
     ("import-error-flash-attn-neurips-12.log", "import-error", 3, {"symbol": "_ZN3c104cuda9SetDeviceEi"}),
+    ("ray-gcs-tinyzero-75.log", "ray-gcs", 2, {"address": "172.23.15.13:20000"}),
+    ("ray-gcs-empty-host-mm-eureka-54.log", "ray-gcs", 4, {"address": ":6379", "empty_host": "yes"}),
+    ("hccl-init-vllm-ascend-2712.log", "hccl", 2, {"code": "1", "call": "hcclCommInitRootInfoConfig"}),
+    ("hccl-init-vllm-ascend-672.log", "hccl", 1, {"code": "15"}),
+    ("gpu-memory-busy-vllm-omni-276.log", "gpu-memory-busy", 1,
+     {"free": "0.49", "total": "79.32", "util": "0.6", "want": "47.59"}),
+    ("gpu-memory-busy-vllm-33297.log", "gpu-memory-busy", 1, {"device": "cuda:0", "free": "1.53"}),
+    ("nccl-system-error-segmenter-60.log", "nccl-error", 1, {"nccl": "2.7.8"}),
+    ("nccl-socketpollconnect-nccl-1618.log", "nccl-connect", 1,
+     {"address": "172.16.30.229", "port": "39953", "address_class": "routable"}),
+    ("kv-cache-max-seq-len-qwen-295.log", "kv-cache-memory", 2, {"max_len": "32768", "kv_tokens": "7344"}),
+    ("kv-cache-v1-vllm-34076.log", "kv-cache-memory", 1,
+     {"max_len": "262144", "needed": "24.0", "available": "3.18", "fits": "34736"}),
+    ("crash-sigfpe-toolrl-26.log", "crash-signal", 2,
+     {"signal": "SIGFPE", "name": "WorkerDict", "pid": "14361",
+      "python_frame": "vllm.model_executor.layers.vocab_parallel_embedding:40"}),
+    ("crash-sigsegv-verl-3212.log", "crash-signal", 3,
+     {"signal": "SIGSEGV", "name": "WorkerDict", "pid": "19254", "symbol": "cudaMemcpyAsync"}),
+    ("crash-sigabrt-watchdog-verl-2995.log", "crash-signal", 2,
+     {"signal": "SIGABRT", "pid": "833", "symbol": "pthread_kill"}),
+    ("crash-sigbus-verl-3218.log", "crash-signal", 1,
+     {"signal": "SIGBUS", "name": "TaskRunner", "pid": "280930"}),
+    ("resource-wait-placement-group-aibrix-927.log", "resource-wait", 1, {"waited": "30"}),
 ]  # fmt: skip
 
 
@@ -370,3 +393,29 @@ def test_rays_k8s_memory_hint_names_the_pod_limit(monkeypatch: pytest.MonkeyPatc
     remedy = " ".join(d.verdict.remedy)
     assert "resources.limits.memory" in remedy
     assert "64.0 GiB (/sys/fs/cgroup/memory.max)" in remedy
+
+
+def test_a_crash_names_the_library_at_the_top_of_a_native_stack() -> None:
+    from verl_setup.diagnose.explain_runtime import crash_signal  # noqa: PLC0415
+    from verl_setup.diagnose.scan import Hit  # noqa: PLC0415
+
+    # The signal line of verl#2995, then a native frame as Ray prints one with its library (verl#597).
+    hit = Hit(
+        rule="crash_signal", path="worker.err", number=1,
+        text=(FIXTURES / "crash-sigabrt-watchdog-verl-2995.log").read_text().splitlines()[1],
+        after=(
+            "(WorkerDict pid=230966)  /data1/jzshen/miniconda3/envs/searchr1/lib/python3.9/site-packages/ray/"
+            "_raylet.so(+0x13aa8ea) [0x7f58dc4ec8ea] ray::operator<<()",
+        ),
+    )  # fmt: skip
+    finding = crash_signal([hit])
+    assert finding.facts["library"] == "_raylet.so"
+    assert "_raylet.so" in finding.summary
+
+
+def test_a_crash_signal_outranks_the_dead_worker_it_explains(tmp_path: Path) -> None:
+    for name in ("crash-sigfpe-toolrl-26.log", "worker-died-verl-4921.log"):
+        shutil.copy(FIXTURES / name, tmp_path / name)
+    d = diagnose(gather([tmp_path], {}, system=False))
+    assert d.cls == "crash-signal"
+    assert [f.cls for f in d.others] == ["worker-died"]

@@ -107,12 +107,20 @@ def nccl_timeout(hits: Sequence[Hit], *, as_verdict: bool) -> Finding:
 
 
 _CONNECT = re.compile(r"Connect to (?P<addr>\S+?)<(?P<port>\d+)> failed(?: : (?P<why>.*))?")
+# socketPollConnect (NCCL 2.19+): "connect to 172.16.30.229:39953" or "connect to ADDR<PORT> returned"
+_POLL = re.compile(r"connect to (?P<addr>[\w.:%-]+?)(?::(?P<port>\d+)\b|<(?P<port2>\d+)>)")
 
 
 def nccl_connect(hits: Sequence[Hit]) -> Finding:
     """`socketStartConnect: Connect to <addr> failed`, by the address's class."""
-    m = _CONNECT.search(hits[0].text)
-    addr, port = (m["addr"], m["port"]) if m else ("?", "?")
+    addr, port = "?", "?"
+    for hit in hits:
+        if m := _CONNECT.search(hit.text):
+            addr, port = m["addr"], m["port"]
+            break
+        if p := _POLL.search(hit.text):
+            addr, port = p["addr"], p["port"] or p["port2"]
+            break
     kind = address_kind(addr) or "routable"
     facts = {"address": addr, "port": port, "address_class": kind}
     if kind == "routable":
@@ -204,6 +212,10 @@ def _pod_limit_remedy() -> str:
 
 _GPUS = re.compile(r"Total available GPUs (?P<have>[\d.]+) is less than total desired GPUs (?P<want>\d+)")
 _DEMAND = re.compile(r"cannot be scheduled right now: (?P<demand>\{[^}]*\})")
+_SPECS = re.compile(
+    r"Waiting for creating a placement group of specs for (?P<waited>\d+) seconds\. "
+    r"specs=(?P<specs>\[[^\]]*\])"
+)
 _RAYLET_GPUS = re.compile(
     r"Attempting to start raylet with (?P<want>\d+) GPU, "
     r"but CUDA_VISIBLE_DEVICES contains (?P<visible>\[[^\]]*\])"
@@ -214,7 +226,7 @@ def resource_wait(hits: Sequence[Hit]) -> Finding:
     """A placement group or resource request that the cluster cannot satisfy."""
     facts: dict[str, str] = {}
     for hit in hits:
-        for pattern in (_GPUS, _DEMAND, _RAYLET_GPUS):
+        for pattern in (_GPUS, _DEMAND, _RAYLET_GPUS, _SPECS):
             if m := pattern.search(hit.text):
                 facts.update(m.groupdict())
     if "have" in facts:
@@ -225,6 +237,11 @@ def resource_wait(hits: Sequence[Hit]) -> Finding:
     elif "visible" in facts:
         summary = (
             f"Ray was asked for {facts['want']} GPUs while CUDA_VISIBLE_DEVICES shows {facts['visible']}"
+        )
+    elif "specs" in facts:
+        summary = (
+            f"vLLM waited {facts['waited']} s for a Ray placement group {facts['specs']} that the cluster "
+            "cannot place (not enough GPUs, or a node whose IP differs from VLLM_HOST_IP)"
         )
     elif "demand" in facts:
         summary = (

@@ -205,16 +205,44 @@ def cuda_oom(hits: Sequence[Hit]) -> Finding:
     )  # fmt: skip
 
 
+_KV_TOKENS = re.compile(
+    r"max seq len \((?P<max_len>\d+)\) is larger than the maximum number of tokens that can be stored in KV "
+    r"cache \((?P<kv_tokens>\d+)\)"
+)
+_KV_V1 = re.compile(
+    r"max seq len \((?P<max_len>\d+)\), \((?P<needed>[\d.]+) GiB KV cache is needed, which is larger than "
+    r"the available KV cache memory \((?P<available>[\d.]+) GiB\)(?:\. Based on the available memory, the "
+    r"estimated maximum model length is (?P<fits>\d+))?"
+)
+
+
 def kv_cache(hits: Sequence[Hit]) -> Finding:
-    """vLLM/SGLang found no room for the KV cache after loading the weights."""
+    """vLLM/SGLang found no room for the KV cache after loading the weights, or too little for one
+    sequence of max_model_len tokens."""
     engine = "SGLang" if "mem-fraction-static" in hits[0].text else "vLLM"
     facts = {"engine": engine}
     for line in hits[0].before:
         if m := re.search(r"Model loading took ([\d.]+ ?GB)", line):
             facts["weights"] = m[1]
-    summary = f"{engine} found no GPU memory for its KV cache blocks after loading the model" + (
-        f" (weights: {facts['weights']})" if "weights" in facts else ""
-    )
+    for hit in hits:
+        if m := _KV_TOKENS.search(hit.text) or _KV_V1.search(hit.text):
+            facts.update({k: v for k, v in m.groupdict().items() if v})
+            break
+    if "kv_tokens" in facts:
+        summary = (
+            f"vLLM's KV cache holds {facts['kv_tokens']} tokens, fewer than one sequence of max_model_len="
+            f"{facts['max_len']}"
+        )
+    elif "needed" in facts:
+        summary = (
+            f"vLLM needs {facts['needed']} GiB of KV cache for one sequence of {facts['max_len']} tokens and "
+            f"has {facts['available']} GiB"
+            + (f" (it fits {facts['fits']} tokens)" if "fits" in facts else "")
+        )
+    else:
+        summary = f"{engine} found no GPU memory for its KV cache blocks after loading the model" + (
+            f" (weights: {facts['weights']})" if "weights" in facts else ""
+        )
     remedy = (
         "raise actor_rollout_ref.rollout.gpu_memory_utilization (the share of the GPU the engine may "
         "use, weights included) if the trainer leaves that room",

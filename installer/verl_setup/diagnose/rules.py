@@ -16,12 +16,17 @@ from typing import Literal
 ClassId = Literal[
     "import-error",
     "hydra",
+    "ray-gcs",
     "resource-wait",
+    "gpu-memory-busy",
     "ray-memory-monitor",
     "kernel-oom",
     "kv-cache-memory",
     "cuda-oom",
+    "crash-signal",
+    "hccl",
     "nccl-connect",
+    "nccl-error",
     "nccl-timeout",
     "worker-died",
     "unknown",
@@ -58,11 +63,28 @@ RULES: tuple[Rule, ...] = (
         anchors=(b"Could not ", b"struct", b"rror", b"Exception", b"no viable alternative"),
     ),
     Rule(
+        id="ray-gcs",
+        tier=0,
+        # A driver or `ray start --address` that finds no Ray head at the address it was given.
+        trigger=r"Failed to connect to GCS at address|Failed to get cluster ID from GCS server"
+        r"|Failed to connect to GCS within",
+        anchors=(b"GCS",),
+    ),
+    Rule(
         id="resource-wait",
         tier=0,
         trigger=r"cannot be scheduled right now|is less than total desired GPUs"
-        r"|Failed to schedule placement group|Attempting to start raylet with \d+ GPU",
-        anchors=(b"schedul", b"GPU"),
+        r"|Failed to schedule placement group|Attempting to start raylet with \d+ GPU"
+        r"|Waiting for creating a placement group of specs"
+        r"|exceeds the total number of available GPUs in the placement group|Not enough GPUs available",
+        anchors=(b"schedul", b"GPU", b"placement group"),
+    ),
+    Rule(
+        id="gpu-memory-busy",
+        tier=0,
+        # vLLM at start: the GPU already holds other memory (another process, the trainer's state).
+        trigger=r"Free memory on device (?:\S+ )?\([\d.]+/[\d.]+ GiB\) on startup is less than desired",
+        anchors=(b"emory",),
     ),
     Rule(
         id="ray-memory-monitor",
@@ -83,8 +105,10 @@ RULES: tuple[Rule, ...] = (
         id="kv-cache-memory",
         tier=0,
         trigger=r"No available memory for the cache blocks"
-        r"|Not enough memory\. Please try to increase --mem-fraction-static",
-        anchors=(b"emory",),
+        r"|Not enough memory\. Please try to increase --mem-fraction-static"
+        r"|is larger than the maximum number of tokens that can be stored in KV cache"
+        r"|KV cache is needed, which is larger than the available KV cache memory",
+        anchors=(b"emory", b"KV cache"),
     ),
     Rule(
         id="cuda-oom",
@@ -93,10 +117,31 @@ RULES: tuple[Rule, ...] = (
         anchors=(b"emory", b"rror"),
     ),
     Rule(
+        id="crash-signal",
+        tier=0,
+        # A native crash: Ray's (abseil's) signal handler, or CPython's faulthandler.
+        trigger=r"\*\*\* SIG(?:SEGV|ABRT|BUS|FPE|ILL) received at time="
+        r"|Fatal Python error: (?:Segmentation fault|Aborted|Bus error|Floating point exception"
+        r"|Illegal instruction)",
+        anchors=(b"received at time", b"rror"),
+    ),
+    Rule(
+        id="hccl",
+        tier=0,
+        trigger=r"HCCL function error|HcclCommInitRootInfo(?:Config)? fail",
+        anchors=(b"HCCL", b"Hccl"),
+    ),
+    Rule(
         id="nccl-connect",
         tier=0,
-        trigger=r"socketStartConnect: Connect to |Connect to \S+<\d+> failed",
-        anchors=(b"Connect to ",),
+        trigger=r"socketStartConnect: Connect to |Connect to \S+<\d+> failed|socketPollConnect",
+        anchors=(b"Connect to ", b"socketPollConnect"),
+    ),
+    Rule(
+        id="nccl-error",
+        tier=0,
+        trigger=r"unhandled system error|ncclSystemError",
+        anchors=(b"rror",),
     ),
     Rule(
         id="nccl-timeout",
