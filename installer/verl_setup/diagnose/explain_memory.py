@@ -7,6 +7,8 @@ import re
 from collections.abc import Sequence
 
 from verl_setup.diagnose.finding import Finding, evidence_of, near
+from verl_setup.diagnose.launch import launch_values
+from verl_setup.diagnose.oom_plan import plan_lines
 from verl_setup.diagnose.scan import Hit
 
 _RAY_TASK = re.compile(
@@ -158,8 +160,9 @@ def side(hit: Hit) -> str:
     return "unknown"
 
 
-def cuda_oom(hits: Sequence[Hit]) -> Finding:
-    """CUDA OOM: in the trainer or in the rollout engine, with the figures torch printed."""
+def cuda_oom(hits: Sequence[Hit], launch: Sequence[Hit] = ()) -> Finding:
+    """CUDA OOM: in the trainer or in the rollout engine, with the figures torch printed; with the
+    run's launch line, the planner's estimate and what would have fit."""
     hit = hits[0]
     where = side(hit)
     facts: dict[str, str] = {"side": where}
@@ -195,7 +198,24 @@ def cuda_oom(hits: Sequence[Hit]) -> Finding:
         "keep actor_rollout_ref.rollout.free_cache_engine=True, and offload the actor "
         "(actor_rollout_ref.actor.fsdp_config.param_offload=True) so rollout has the GPU",
     )
-    remedy = {"trainer": trainer, "rollout": rollout}.get(where, (*trainer[:1], *rollout[:1]))
+    remedy: tuple[str, ...] = {"trainer": trainer, "rollout": rollout}.get(
+        where, (*trainer[:1], *rollout[:1])
+    )
+    if launch:
+        values = launch_values(launch[0])
+        micro = values.get("actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu")
+        if micro == 1:
+            facts["micro_batch"] = "1"
+            remedy = tuple(r for r in remedy if not r.startswith("lower actor_rollout_ref.actor.ppo_micr"))
+            remedy = (
+                "ppo_micro_batch_size_per_gpu is already 1 in this launch: a smaller micro-batch cannot "
+                "help; what the GPUs hold beside it must move (offload) or spread (more GPUs)",
+                *remedy,
+            )
+        if values:
+            planned, plan_facts = plan_lines(values, facts.get("total"))
+            facts.update(plan_facts)
+            remedy = (*planned, *remedy)
     label = {"trainer": "in the trainer (FSDP/Megatron)", "rollout": "in the rollout engine"}.get(
         where, "(the traceback does not say whether trainer or rollout)"
     )

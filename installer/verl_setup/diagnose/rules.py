@@ -4,6 +4,8 @@ tests/fixtures/diagnose/SOURCES.md), in the order a cause outranks another.
 A root cause (tier 0) is something that fails by itself: a kill, an OOM, a bad config, a missing
 module, an unreachable peer. A symptom (tier 1) follows from another failure: a peer that died
 leaves the others in an NCCL timeout, and Ray reports every dead actor as "a worker died".
+A launch line (tier 2) is no failure: the run's own settings, which a verdict may read (the
+CUDA-OOM verdict plans the run's memory from them).
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ ClassId = Literal[
     "nccl-error",
     "nccl-timeout",
     "worker-died",
+    "launch-line",
     "unknown",
 ]
 
@@ -157,7 +160,15 @@ RULES: tuple[Rule, ...] = (
         r"|Actor is failed on worker",
         anchors=(b"died", b"rror", b"Actor is failed"),
     ),
+    Rule(
+        id="launch-line",
+        tier=2,
+        # Hydra's echo of the overrides when the job fails, or the command (`set -x`, a paste).
+        trigger=r"Error executing job with overrides: \[|-m verl\.trainer\.main_\w+",
+        anchors=(b"rror", b"verl.trainer.main_"),
+    ),
 )
+CONTEXT_TIER = 2  # rules whose lines are context for a verdict, never a verdict
 
 BY_ID = {r.id: r for r in RULES}
 

@@ -12,7 +12,7 @@ from typing import Any
 
 from verl_setup.diagnose.explain import explain
 from verl_setup.diagnose.finding import Finding
-from verl_setup.diagnose.rules import RULES, rule_of, triggers
+from verl_setup.diagnose.rules import CONTEXT_TIER, RULES, rule_of, triggers
 from verl_setup.diagnose.scan import FileScan, Hit, scan_file, scan_text, text_size
 from verl_setup.diagnose.sources import Sources
 
@@ -93,9 +93,15 @@ def diagnose(sources: Sources, max_bytes: int = MAX_BYTES) -> Diagnosis:
         for group, hits in scan.hits.items():
             by_class.setdefault(rule_of(group).id, []).extend(hits)
     files = [s.path for s in scans if s.error is None and s.skipped is None]
-    present = [r for r in RULES if r.id in by_class]
+    present = [r for r in RULES if r.id in by_class and r.tier < CONTEXT_TIER]
     ordered = sorted(present, key=lambda r: r.tier)  # stable: precedence within a tier
-    findings = [explain(r.id, by_class[r.id], files, as_verdict=(i == 0)) for i, r in enumerate(ordered)]
+    context: dict[str, list[Hit]] = {
+        r.id: by_class[r.id] for r in RULES if r.tier >= CONTEXT_TIER and r.id in by_class
+    }
+    findings = [
+        explain(r.id, by_class[r.id], files, as_verdict=(i == 0), context=context)
+        for i, r in enumerate(ordered)
+    ]
     notes += [n for s in scans for n in (s.error, s.skipped) if n]
     return Diagnosis(
         verdict=findings[0] if findings else None,
