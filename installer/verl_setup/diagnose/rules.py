@@ -56,14 +56,14 @@ RULES: tuple[Rule, ...] = (
         # warning that mentions one ("Failed to import from vllm._C with ModuleNotFoundError(...)").
         trigger=r"^(?:\x1b\[[0-9;]*m)*(?:\([^)\n]*\)[ \t]*)?(?:\x1b\[[0-9;]*m)*[ \t]*"
         r"(?:ModuleNotFoundError: No module named|ImportError: )",
-        anchors=(b"No module named", b"ImportError"),
+        anchors=(b"rror",),
     ),
     Rule(
         id="hydra",
         tier=0,
         trigger=r"Could not override '|is not in struct|ConfigKeyError|ConfigAttributeError"
         r"|OverrideParseException|no viable alternative at input",
-        anchors=(b"Could not ", b"struct", b"rror", b"Exception", b"no viable alternative"),
+        anchors=(b"Could not ", b"struct", b"rror", b"no viable alternative"),
     ),
     Rule(
         id="ray-gcs",
@@ -71,7 +71,7 @@ RULES: tuple[Rule, ...] = (
         # A driver or `ray start --address` that finds no Ray head at the address it was given.
         trigger=r"Failed to connect to GCS at address|Failed to get cluster ID from GCS server"
         r"|Failed to connect to GCS within",
-        anchors=(b"GCS",),
+        anchors=(b"GCS ",),
     ),
     Rule(
         id="resource-wait",
@@ -80,7 +80,7 @@ RULES: tuple[Rule, ...] = (
         r"|Failed to schedule placement group|Attempting to start raylet with \d+ GPU"
         r"|Waiting for creating a placement group of specs"
         r"|exceeds the total number of available GPUs in the placement group|Not enough GPUs available",
-        anchors=(b"schedul", b"GPU", b"placement group"),
+        anchors=(b"schedul", b" GPU", b"placement group"),
     ),
     Rule(
         id="gpu-memory-busy",
@@ -132,13 +132,13 @@ RULES: tuple[Rule, ...] = (
         id="hccl",
         tier=0,
         trigger=r"HCCL function error|HcclCommInitRootInfo(?:Config)? fail",
-        anchors=(b"HCCL", b"Hccl"),
+        anchors=(b"rror", b"HcclComm"),
     ),
     Rule(
         id="nccl-connect",
         tier=0,
         trigger=r"socketStartConnect: Connect to |Connect to \S+<\d+> failed|socketPollConnect",
-        anchors=(b"Connect to ", b"socketPollConnect"),
+        anchors=(b"Connect",),
     ),
     Rule(
         id="nccl-error",
