@@ -4,8 +4,9 @@ each must land on the right side of "fits", verl#1141 among them; and `doctor --
 from __future__ import annotations
 
 import json
-import sys
+import runpy
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -17,11 +18,12 @@ from verl_setup.doctor.checks.memory.shape import shape_of
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 MEMORY = FIXTURES / "memory"
-sys.path.insert(0, str(MEMORY))
-from cases import CASES, GIB  # noqa: E402
+_CASES = runpy.run_path(str(MEMORY / "cases.py"))
+CASES: list[dict[str, Any]] = _CASES["CASES"]
+GIB: int = _CASES["GIB"]
 
 
-def plan(case: dict) -> Estimate:  # type: ignore[type-arg]
+def plan(case: dict[str, Any]) -> Estimate:
     shape = shape_of(json.loads((MEMORY / case["model"] / "config.json").read_text()))
     assert shape is not None
     return estimate(setup_from(case["overrides"].get, shape, gpu_bytes=int(case["gpu_gib"] * GIB)))
