@@ -432,6 +432,7 @@ def test_a_cuda_oom_with_micro_batch_1_does_not_advise_a_smaller_one() -> None:
     assert "lower actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu" not in remedy
     assert "doctor --check fit" in remedy
     assert d.verdict.facts["micro_batch"] == "1"
+    assert d.verdict.facts["side"] == "unknown"  # the launch's critic.* keys name no frame
 
 
 def test_a_cuda_oom_runs_the_planner_on_the_runs_launch(tmp_path: Path) -> None:

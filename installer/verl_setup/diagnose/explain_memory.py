@@ -148,11 +148,16 @@ _TRAINER = re.compile(
 )
 
 
+_OVERRIDE = re.compile(r"^\s*\+{0,2}[\w.]+=\S*\s*\\?$")
+
+
 def side(hit: Hit) -> str:
     """'rollout' or 'trainer': the nearest frame above the error that names one, else 'unknown'."""
     if "cumem_allocator" in hit.text:
         return "rollout"  # vLLM's sleep-mode allocator
     for line in reversed((*hit.before, hit.text)):
+        if _OVERRIDE.match(line):
+            continue  # a launch's `critic.optim.lr=...` names no frame
         if _TRAINER.search(line):
             return "trainer"
         if _ROLLOUT.search(line):
