@@ -252,16 +252,21 @@ def _same(d: Diagnosis) -> dict[str, object]:
 @pytest.mark.parametrize(
     "name", [c[0] for c in CASES] + ["unrelated-verl-4308.log", "ray-session-worker-died"]
 )
-def test_without_grep_the_python_scan_gives_the_same_diagnosis(
-    name: str, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_grep_and_the_python_scan_give_the_same_diagnosis(name: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Fixtures are small (the scan searches them itself): make every file go through grep once.
+    monkeypatch.setattr(scan, "GREP_MIN", 0)
+    calls: list[str] = []
+    real = scan._grep_scan
+    monkeypatch.setattr(scan, "_grep_scan", lambda *a: calls.append("grep") or real(*a))
     with_grep = _same(run(name))
+    assert calls
     monkeypatch.setattr(scan, "_grep", lambda: None)
     assert _same(run(name)) == with_grep
 
 
 def test_a_failing_grep_falls_back_to_the_python_scan(monkeypatch: pytest.MonkeyPatch) -> None:
     # sh given grep's flags refuses them (exit 2): the scan reads the file itself.
+    monkeypatch.setattr(scan, "GREP_MIN", 0)
     monkeypatch.setattr(scan, "_grep", lambda: shutil.which("sh"))
     d = run("cuda-oom-trainer-verl-2828.log")
     assert d.cls == "cuda-oom"
@@ -454,3 +459,27 @@ def test_the_launch_line_is_context_not_a_verdict(tmp_path: Path) -> None:
     log = tmp_path / "ok.log"
     log.write_text("+ python3 -m verl.trainer.main_ppo trainer.n_gpus_per_node=8\nstep 1 loss 0.1\n")
     assert diagnose(gather([log], {}, system=False)).cls == "unknown"
+
+
+def test_a_log_over_a_mib_goes_through_grep_with_its_line_numbers(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    log = tmp_path / "driver.log"
+    oom = (FIXTURES / "cuda-oom-trainer-verl-2828.log").read_bytes()
+    log.write_bytes(b"step 1 loss 0.1\n" * 100_000 + oom + b"step 2 loss 0.1\n" * 10)
+    used: list[int] = []
+    real = scan._grep_scan
+    monkeypatch.setattr(scan, "_grep_scan", lambda *a: used.append(1) or real(*a))
+    d = run_path(log)
+    assert used
+    assert d.verdict is not None
+    assert d.verdict.evidence[0].line == 100_000 + 13
+    assert d.scans[0].lines == 100_000 + oom.count(b"\n") + 10
+
+
+def test_many_binary_files_make_one_note_not_thousands(tmp_path: Path) -> None:
+    for i in range(30):
+        (tmp_path / f"shard-{i}.bin").write_bytes(b"\0\x01" * 100)
+    d = run_path(tmp_path)
+    assert len([n for n in d.notes if "binary" in n]) == 6
+    assert len(d.to_json()["read"]) == 30

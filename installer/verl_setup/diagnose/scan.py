@@ -32,6 +32,7 @@ PER_RULE = 20  # lines kept per rule per file
 BEFORE = 40  # context lines kept before a hit (tracebacks put the frames before the error)
 AFTER = 12  # and after (Ray's ActorDiedError names the pid on the next lines)
 SNIFF = 8 << 10  # bytes read at each end of a file to tell a binary from a log
+GREP_MIN = 1 << 20  # smaller files are searched here: starting grep costs more than they take
 # The combined trigger pattern and the anchors that find its candidate lines.
 Triggers = tuple[re.Pattern[bytes], tuple[bytes, ...]]
 _ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
@@ -94,7 +95,7 @@ def scan_file(path: Path, triggers: Triggers, limit: int | None = None) -> FileS
         if limit is not None and info.st_size > limit:
             result.start = info.st_size - limit
         os.lseek(fd, result.start, os.SEEK_SET)
-        grep = _grep()
+        grep = _grep() if info.st_size - result.start >= GREP_MIN else None
         if grep is None or not _grep_scan(grep, fd, triggers, result):
             os.lseek(fd, result.start, os.SEEK_SET)
             with os.fdopen(os.dup(fd), "rb", closefd=True) as handle:

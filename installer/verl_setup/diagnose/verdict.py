@@ -102,7 +102,11 @@ def diagnose(sources: Sources, max_bytes: int = MAX_BYTES) -> Diagnosis:
         explain(r.id, by_class[r.id], files, as_verdict=(i == 0), context=context)
         for i, r in enumerate(ordered)
     ]
-    notes += [n for s in scans for n in (s.error, s.skipped) if n]
+    notes += [s.error for s in scans if s.error]
+    binaries = [s for s in scans if s.skipped]
+    notes += [s.skipped for s in binaries[:5] if s.skipped]
+    if len(binaries) > 5:
+        notes.append(f"... and {len(binaries) - 5} more binary files not read (listed in --json's read)")
     return Diagnosis(
         verdict=findings[0] if findings else None,
         others=tuple(findings[1:]),
