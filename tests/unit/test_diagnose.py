@@ -85,6 +85,7 @@ CASES = [
     ("crash-sigbus-verl-3218.log", "crash-signal", 1,
      {"signal": "SIGBUS", "name": "TaskRunner", "pid": "280930"}),
     ("resource-wait-placement-group-aibrix-927.log", "resource-wait", 1, {"waited": "30"}),
+    ("resource-wait-vllm-gpus-7107.log", "resource-wait", 2, {}),
 ]  # fmt: skip
 
 

@@ -248,6 +248,11 @@ def resource_wait(hits: Sequence[Hit]) -> Finding:
             f"Ray cannot schedule {facts['demand']}: the request waits for resources the cluster "
             "does not have"
         )
+    elif any("exceeds the total number of available GPUs" in h.text for h in hits):
+        summary = (
+            "vLLM needs more GPUs (tensor x pipeline parallel) than the Ray cluster it joined offers: "
+            "`ray status` lists what each node registered"
+        )
     else:
         summary = "a Ray placement group never became ready: the cluster lacks the resources it asks for"
     remedy = (

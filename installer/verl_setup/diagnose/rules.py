@@ -79,7 +79,8 @@ RULES: tuple[Rule, ...] = (
         trigger=r"cannot be scheduled right now|is less than total desired GPUs"
         r"|Failed to schedule placement group|Attempting to start raylet with \d+ GPU"
         r"|Waiting for creating a placement group of specs"
-        r"|exceeds the total number of available GPUs in the placement group|Not enough GPUs available",
+        r"|exceeds the total number of available GPUs in the (?:placement group|cluster)"
+        r"|Current node has no GPU available|Not enough GPUs available",
         anchors=(b"schedul", b" GPU", b"placement group"),
     ),
     Rule(
