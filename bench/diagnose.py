@@ -69,7 +69,9 @@ def main() -> None:
         seconds = time.monotonic() - start
         usage = resource.getrusage(resource.RUSAGE_CHILDREN)
         peak_mib = usage.ru_maxrss / 1024
-        verdict = json.loads(done.stdout)
+        if done.returncode != 0:
+            sys.exit(f"diagnose exited {done.returncode}: {done.stderr.strip()[-2000:]}")
+        verdict = json.loads(done.stdout)["data"]  # the JSON envelope: the result is under data
         report = {
             "bytes": size,
             "seconds": round(seconds, 2),

@@ -328,9 +328,11 @@ def test_doctor_on_this_gpu_less_machine_is_fast_and_skips_gpu_checks() -> None:
         "hf-cache",
         "gpu-memory",
         "memory",
+        "fit",
         "engine-env",
         "launch",
     ]
+    assert checks["fit"]["status"] == "skip"  # no launch to plan
     assert checks["collective"]["status"] == "skip"  # a real collective only when asked by name
     assert checks["cuda"]["status"] == "skip"
     assert "no NVIDIA driver" in checks["cuda"]["summary"]

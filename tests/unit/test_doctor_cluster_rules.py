@@ -334,7 +334,7 @@ def test_a_32b_untied_model_loads_once_per_node_and_offload_is_counted(
 def test_the_gpu_side_estimate_names_its_formula_and_a_kv_cache_that_cannot_fit(tmp_path: Path) -> None:
     import json  # noqa: PLC0415
 
-    from verl_setup.doctor.checks.memory_gpu import gpu_estimates  # noqa: PLC0415
+    from verl_setup.doctor.checks.memory.gpu import gpu_estimates  # noqa: PLC0415
 
     model = tmp_path / "Qwen2.5-7B-Instruct"  # its config.json's shape figures
     model.mkdir()

@@ -6,10 +6,11 @@ does not show."""
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 from verl_setup.diagnose.explain_cluster import nccl_connect, nccl_timeout, resource_wait, worker_died
 from verl_setup.diagnose.explain_memory import cuda_oom, kernel_oom, kv_cache, ray_memory
+from verl_setup.diagnose.explain_runtime import crash_signal, gpu_memory_busy, hccl, nccl_error, ray_gcs
 from verl_setup.diagnose.finding import Finding, evidence_of
 from verl_setup.diagnose.rules import BY_ID, ClassId
 from verl_setup.diagnose.scan import Hit
@@ -83,13 +84,24 @@ def import_error(hits: Sequence[Hit]) -> Finding:
     )
 
 
-def explain(cls: ClassId, hits: Sequence[Hit], session_logs: Sequence[str], *, as_verdict: bool) -> Finding:
-    """The finding for one class from its hits (in reading order)."""
+def explain(
+    cls: ClassId,
+    hits: Sequence[Hit],
+    session_logs: Sequence[str],
+    *,
+    as_verdict: bool,
+    context: Mapping[str, Sequence[Hit]] | None = None,
+) -> Finding:
+    """The finding for one class from its hits (in reading order); `context` holds the lines of
+    the context rules (the launch line)."""
     simple: dict[str, Callable[[Sequence[Hit]], Finding]] = {
-        "ray-memory-monitor": ray_memory, "kernel-oom": kernel_oom, "cuda-oom": cuda_oom,
+        "ray-memory-monitor": ray_memory, "kernel-oom": kernel_oom,
         "kv-cache-memory": kv_cache, "nccl-connect": nccl_connect, "resource-wait": resource_wait,
-        "hydra": hydra, "import-error": import_error,
+        "hydra": hydra, "import-error": import_error, "ray-gcs": ray_gcs, "gpu-memory-busy": gpu_memory_busy,
+        "crash-signal": crash_signal, "hccl": hccl, "nccl-error": nccl_error,
     }  # fmt: skip
+    if cls == "cuda-oom":
+        return cuda_oom(hits, (context or {}).get("launch-line", ()))
     if cls == "nccl-timeout":
         return nccl_timeout(hits, as_verdict=as_verdict)
     if cls == "worker-died":

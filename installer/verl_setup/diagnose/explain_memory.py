@@ -7,6 +7,8 @@ import re
 from collections.abc import Sequence
 
 from verl_setup.diagnose.finding import Finding, evidence_of, near
+from verl_setup.diagnose.launch import launch_values
+from verl_setup.diagnose.oom_plan import plan_lines
 from verl_setup.diagnose.scan import Hit
 
 _RAY_TASK = re.compile(
@@ -146,11 +148,16 @@ _TRAINER = re.compile(
 )
 
 
+_OVERRIDE = re.compile(r"^\s*\+{0,2}[\w.]+=\S*\s*\\?$")
+
+
 def side(hit: Hit) -> str:
     """'rollout' or 'trainer': the nearest frame above the error that names one, else 'unknown'."""
     if "cumem_allocator" in hit.text:
         return "rollout"  # vLLM's sleep-mode allocator
     for line in reversed((*hit.before, hit.text)):
+        if _OVERRIDE.match(line):
+            continue  # a launch's `critic.optim.lr=...` names no frame
         if _TRAINER.search(line):
             return "trainer"
         if _ROLLOUT.search(line):
@@ -158,8 +165,9 @@ def side(hit: Hit) -> str:
     return "unknown"
 
 
-def cuda_oom(hits: Sequence[Hit]) -> Finding:
-    """CUDA OOM: in the trainer or in the rollout engine, with the figures torch printed."""
+def cuda_oom(hits: Sequence[Hit], launch: Sequence[Hit] = ()) -> Finding:
+    """CUDA OOM: in the trainer or in the rollout engine, with the figures torch printed; with the
+    run's launch line, the planner's estimate and what would have fit."""
     hit = hits[0]
     where = side(hit)
     facts: dict[str, str] = {"side": where}
@@ -195,7 +203,24 @@ def cuda_oom(hits: Sequence[Hit]) -> Finding:
         "keep actor_rollout_ref.rollout.free_cache_engine=True, and offload the actor "
         "(actor_rollout_ref.actor.fsdp_config.param_offload=True) so rollout has the GPU",
     )
-    remedy = {"trainer": trainer, "rollout": rollout}.get(where, (*trainer[:1], *rollout[:1]))
+    remedy: tuple[str, ...] = {"trainer": trainer, "rollout": rollout}.get(
+        where, (*trainer[:1], *rollout[:1])
+    )
+    if launch:
+        values = launch_values(launch[0])
+        micro = values.get("actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu")
+        if micro == 1:
+            facts["micro_batch"] = "1"
+            remedy = tuple(r for r in remedy if not r.startswith("lower actor_rollout_ref.actor.ppo_micr"))
+            remedy = (
+                "ppo_micro_batch_size_per_gpu is already 1 in this launch: a smaller micro-batch cannot "
+                "help; what the GPUs hold beside it must move (offload) or spread (more GPUs)",
+                *remedy,
+            )
+        if values:
+            planned, plan_facts = plan_lines(values, facts.get("total"))
+            facts.update(plan_facts)
+            remedy = (*planned, *remedy)
     label = {"trainer": "in the trainer (FSDP/Megatron)", "rollout": "in the rollout engine"}.get(
         where, "(the traceback does not say whether trainer or rollout)"
     )
@@ -205,16 +230,44 @@ def cuda_oom(hits: Sequence[Hit]) -> Finding:
     )  # fmt: skip
 
 
+_KV_TOKENS = re.compile(
+    r"max seq len \((?P<max_len>\d+)\) is larger than the maximum number of tokens that can be stored in KV "
+    r"cache \((?P<kv_tokens>\d+)\)"
+)
+_KV_V1 = re.compile(
+    r"max seq len \((?P<max_len>\d+)\), \((?P<needed>[\d.]+) GiB KV cache is needed, which is larger than "
+    r"the available KV cache memory \((?P<available>[\d.]+) GiB\)(?:\. Based on the available memory, the "
+    r"estimated maximum model length is (?P<fits>\d+))?"
+)
+
+
 def kv_cache(hits: Sequence[Hit]) -> Finding:
-    """vLLM/SGLang found no room for the KV cache after loading the weights."""
+    """vLLM/SGLang found no room for the KV cache after loading the weights, or too little for one
+    sequence of max_model_len tokens."""
     engine = "SGLang" if "mem-fraction-static" in hits[0].text else "vLLM"
     facts = {"engine": engine}
     for line in hits[0].before:
         if m := re.search(r"Model loading took ([\d.]+ ?GB)", line):
             facts["weights"] = m[1]
-    summary = f"{engine} found no GPU memory for its KV cache blocks after loading the model" + (
-        f" (weights: {facts['weights']})" if "weights" in facts else ""
-    )
+    for hit in hits:
+        if m := _KV_TOKENS.search(hit.text) or _KV_V1.search(hit.text):
+            facts.update({k: v for k, v in m.groupdict().items() if v})
+            break
+    if "kv_tokens" in facts:
+        summary = (
+            f"vLLM's KV cache holds {facts['kv_tokens']} tokens, fewer than one sequence of max_model_len="
+            f"{facts['max_len']}"
+        )
+    elif "needed" in facts:
+        summary = (
+            f"vLLM needs {facts['needed']} GiB of KV cache for one sequence of {facts['max_len']} tokens and "
+            f"has {facts['available']} GiB"
+            + (f" (it fits {facts['fits']} tokens)" if "fits" in facts else "")
+        )
+    else:
+        summary = f"{engine} found no GPU memory for its KV cache blocks after loading the model" + (
+            f" (weights: {facts['weights']})" if "weights" in facts else ""
+        )
     remedy = (
         "raise actor_rollout_ref.rollout.gpu_memory_utilization (the share of the GPU the engine may "
         "use, weights included) if the trainer leaves that room",

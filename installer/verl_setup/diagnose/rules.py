@@ -4,6 +4,8 @@ tests/fixtures/diagnose/SOURCES.md), in the order a cause outranks another.
 A root cause (tier 0) is something that fails by itself: a kill, an OOM, a bad config, a missing
 module, an unreachable peer. A symptom (tier 1) follows from another failure: a peer that died
 leaves the others in an NCCL timeout, and Ray reports every dead actor as "a worker died".
+A launch line (tier 2) is no failure: the run's own settings, which a verdict may read (the
+CUDA-OOM verdict plans the run's memory from them).
 """
 
 from __future__ import annotations
@@ -16,14 +18,20 @@ from typing import Literal
 ClassId = Literal[
     "import-error",
     "hydra",
+    "ray-gcs",
     "resource-wait",
+    "gpu-memory-busy",
     "ray-memory-monitor",
     "kernel-oom",
     "kv-cache-memory",
     "cuda-oom",
+    "crash-signal",
+    "hccl",
     "nccl-connect",
+    "nccl-error",
     "nccl-timeout",
     "worker-died",
+    "launch-line",
     "unknown",
 ]
 
@@ -48,21 +56,39 @@ RULES: tuple[Rule, ...] = (
         # warning that mentions one ("Failed to import from vllm._C with ModuleNotFoundError(...)").
         trigger=r"^(?:\x1b\[[0-9;]*m)*(?:\([^)\n]*\)[ \t]*)?(?:\x1b\[[0-9;]*m)*[ \t]*"
         r"(?:ModuleNotFoundError: No module named|ImportError: )",
-        anchors=(b"No module named", b"ImportError"),
+        anchors=(b"rror",),
     ),
     Rule(
         id="hydra",
         tier=0,
         trigger=r"Could not override '|is not in struct|ConfigKeyError|ConfigAttributeError"
         r"|OverrideParseException|no viable alternative at input",
-        anchors=(b"Could not ", b"struct", b"rror", b"Exception", b"no viable alternative"),
+        anchors=(b"Could not ", b"struct", b"rror", b"no viable alternative"),
+    ),
+    Rule(
+        id="ray-gcs",
+        tier=0,
+        # A driver or `ray start --address` that finds no Ray head at the address it was given.
+        trigger=r"Failed to connect to GCS at address|Failed to get cluster ID from GCS server"
+        r"|Failed to connect to GCS within",
+        anchors=(b"GCS ",),
     ),
     Rule(
         id="resource-wait",
         tier=0,
         trigger=r"cannot be scheduled right now|is less than total desired GPUs"
-        r"|Failed to schedule placement group|Attempting to start raylet with \d+ GPU",
-        anchors=(b"schedul", b"GPU"),
+        r"|Failed to schedule placement group|Attempting to start raylet with \d+ GPU"
+        r"|Waiting for creating a placement group of specs"
+        r"|exceeds the total number of available GPUs in the (?:placement group|cluster)"
+        r"|Current node has no GPU available|Not enough GPUs available",
+        anchors=(b"schedul", b" GPU", b"placement group"),
+    ),
+    Rule(
+        id="gpu-memory-busy",
+        tier=0,
+        # vLLM at start: the GPU already holds other memory (another process, the trainer's state).
+        trigger=r"Free memory on device (?:\S+ )?\([\d.]+/[\d.]+ GiB\) on startup is less than desired",
+        anchors=(b"emory",),
     ),
     Rule(
         id="ray-memory-monitor",
@@ -83,8 +109,10 @@ RULES: tuple[Rule, ...] = (
         id="kv-cache-memory",
         tier=0,
         trigger=r"No available memory for the cache blocks"
-        r"|Not enough memory\. Please try to increase --mem-fraction-static",
-        anchors=(b"emory",),
+        r"|Not enough memory\. Please try to increase --mem-fraction-static"
+        r"|is larger than the maximum number of tokens that can be stored in KV cache"
+        r"|KV cache is needed, which is larger than the available KV cache memory",
+        anchors=(b"emory", b"KV cache"),
     ),
     Rule(
         id="cuda-oom",
@@ -93,10 +121,31 @@ RULES: tuple[Rule, ...] = (
         anchors=(b"emory", b"rror"),
     ),
     Rule(
+        id="crash-signal",
+        tier=0,
+        # A native crash: Ray's (abseil's) signal handler, or CPython's faulthandler.
+        trigger=r"\*\*\* SIG(?:SEGV|ABRT|BUS|FPE|ILL) received at time="
+        r"|Fatal Python error: (?:Segmentation fault|Aborted|Bus error|Floating point exception"
+        r"|Illegal instruction)",
+        anchors=(b"received at time", b"rror"),
+    ),
+    Rule(
+        id="hccl",
+        tier=0,
+        trigger=r"HCCL function error|HcclCommInitRootInfo(?:Config)? fail",
+        anchors=(b"rror", b"HcclComm"),
+    ),
+    Rule(
         id="nccl-connect",
         tier=0,
-        trigger=r"socketStartConnect: Connect to |Connect to \S+<\d+> failed",
-        anchors=(b"Connect to ",),
+        trigger=r"socketStartConnect: Connect to |Connect to \S+<\d+> failed|socketPollConnect",
+        anchors=(b"Connect",),
+    ),
+    Rule(
+        id="nccl-error",
+        tier=0,
+        trigger=r"unhandled system error|ncclSystemError",
+        anchors=(b"rror",),
     ),
     Rule(
         id="nccl-timeout",
@@ -112,7 +161,15 @@ RULES: tuple[Rule, ...] = (
         r"|Actor is failed on worker",
         anchors=(b"died", b"rror", b"Actor is failed"),
     ),
+    Rule(
+        id="launch-line",
+        tier=2,
+        # Hydra's echo of the overrides when the job fails, or the command (`set -x`, a paste).
+        trigger=r"Error executing job with overrides: \[|-m verl\.trainer\.main_\w+",
+        anchors=(b"rror", b"verl.trainer.main_"),
+    ),
 )
+CONTEXT_TIER = 2  # rules whose lines are context for a verdict, never a verdict
 
 BY_ID = {r.id: r for r in RULES}
 

@@ -11,8 +11,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from verl_setup.util import runner
+from verl_setup.util.bounded import one_line
 
 MAX_FILES = 20_000  # a Ray session of a long multi-node run has thousands of worker logs
+MAX_DEPTH = 32  # folder levels walked below a given folder (a Ray session has 3)
 CGROUP_ROOT = Path("/sys/fs/cgroup")
 SELF_CGROUP = Path("/proc/self/cgroup")
 
@@ -39,22 +41,62 @@ def default_session(env: Mapping[str, str]) -> Path:
 def expand(paths: Sequence[Path], sources: Sources) -> None:
     """Files as given; a folder is walked (a Ray session's logs/ first), capped at MAX_FILES."""
     for path in paths:
-        if path.is_dir():
+        try:
+            is_dir, exists = path.is_dir(), path.exists() or path.is_symlink()
+        except (OSError, ValueError) as exc:  # a name too long, a NUL
+            sources.notes.append(f"{one_line(str(path))}: {getattr(exc, 'strerror', None) or exc}")
+            continue
+        if is_dir:
             root = path / "logs" if (path / "logs").is_dir() else path
-            found: list[Path] = []
-            for folder, dirs, names in os.walk(root):
-                dirs.sort()
-                found += (Path(folder) / n for n in sorted(names))
-                if len(found) > MAX_FILES:
-                    sources.notes.append(f"{root}: more than {MAX_FILES} files, read the first {MAX_FILES}")
-                    break
+            found = _walk(root, sources)
             # The driver and raylet first: their lines name the worker that died.
             found.sort(key=lambda p: (not p.name.startswith(("job-driver", "driver", "raylet")), str(p)))
             sources.files += found[:MAX_FILES]
-        elif path.exists() or path.is_symlink():
+        elif exists:
             sources.files.append(path)
         else:
-            sources.notes.append(f"{path}: no such file or folder")
+            sources.notes.append(f"{one_line(str(path))}: no such file or folder")
+
+
+def _walk(root: Path, sources: Sources) -> list[Path]:
+    """The files under `root`, in sorted order, without recursion (os.walk recurses once per level
+    on Python 3.10 and 3.11: a folder 1500 levels deep raised RecursionError), at most MAX_DEPTH
+    levels deep, links to folders not followed, up to MAX_FILES + 1 files."""
+    found: list[Path] = []
+    stack: list[tuple[Path, int]] = [(root, 0)]
+    deep = False
+    while stack:
+        folder, depth = stack.pop()
+        try:
+            with os.scandir(folder) as it:
+                entries = sorted(it, key=lambda e: e.name)
+        except OSError as exc:
+            sources.notes.append(f"{one_line(str(folder))}: {exc.strerror or exc}")
+            continue
+        subfolders = []
+        for entry in entries:
+            try:
+                if entry.is_dir():  # a link to a folder is not followed (nor read as a file)
+                    if not entry.is_symlink():
+                        subfolders.append(Path(entry.path))
+                    continue
+            except OSError:
+                pass  # a link loop: the scan notes it
+            found.append(Path(entry.path))
+        if depth >= MAX_DEPTH:
+            deep = deep or bool(subfolders)
+        else:
+            stack += ((f, depth + 1) for f in reversed(subfolders))
+        if len(found) > MAX_FILES:
+            sources.notes.append(
+                f"{one_line(str(root))}: more than {MAX_FILES} files, read the first {MAX_FILES}"
+            )
+            break
+    if deep:
+        sources.notes.append(
+            f"{one_line(str(root))}: folders more than {MAX_DEPTH} levels deep were not read"
+        )
+    return found
 
 
 def memory_events(root: Path = CGROUP_ROOT, self_cgroup: Path = SELF_CGROUP) -> Path | None:

@@ -3,15 +3,20 @@ order of precedence, else the first symptom, else "unknown" with what was read. 
 
 from __future__ import annotations
 
+import os
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from verl_setup.diagnose.explain import explain
 from verl_setup.diagnose.finding import Finding
-from verl_setup.diagnose.rules import RULES, rule_of, triggers
-from verl_setup.diagnose.scan import FileScan, Hit, scan_file, scan_text
+from verl_setup.diagnose.rules import CONTEXT_TIER, RULES, rule_of, triggers
+from verl_setup.diagnose.scan import FileScan, Hit, scan_file, scan_text, text_size
 from verl_setup.diagnose.sources import Sources
+
+MAX_BYTES = 4 << 30  # bytes read in one diagnosis (about 5 s); a larger file is read from its end
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -36,7 +41,14 @@ class Diagnosis:
             "verdict": _finding_json(self.verdict) if self.verdict else None,
             "also_seen": [_finding_json(f) for f in self.others],
             "read": [
-                {"path": s.path, "bytes": s.size, "lines": s.lines, **({"error": s.error} if s.error else {})}
+                {
+                    "path": s.path,
+                    "bytes": s.size,
+                    "lines": s.lines,
+                    **({"error": s.error} if s.error else {}),
+                    **({"skipped": s.skipped} if s.skipped else {}),
+                    **({"from_byte": s.start} if s.start else {}),
+                }
                 for s in self.scans
             ],
             "notes": list(self.notes),
@@ -55,21 +67,46 @@ def _finding_json(f: Finding) -> dict[str, Any]:
     }
 
 
-def diagnose(sources: Sources) -> Diagnosis:
-    """Read the sources (streaming) and decide."""
+def diagnose(sources: Sources, max_bytes: int = MAX_BYTES) -> Diagnosis:
+    """Read the sources (streaming, at most `max_bytes` in all, in their order) and decide."""
     start = time.monotonic()
     pattern = triggers()
-    scans = [scan_file(path, pattern) for path in sources.files]
+    notes = list(sources.notes)
+    # Each file's share of the byte budget, in reading order; then several files at once (each
+    # scan waits on its grep, so threads overlap them on the cores there are).
+    plan: list[tuple[Path, int]] = []
+    left = max_bytes
+    for index, path in enumerate(sources.files):
+        if left <= 0:
+            notes.append(f"read {max_bytes / 2**30:g} GiB: {len(sources.files) - index} file(s) not read")
+            break
+        plan.append((path, left))
+        left -= text_size(path)
+    with ThreadPoolExecutor(max_workers=max(1, min(4, os.cpu_count() or 1))) as pool:
+        scans = list(pool.map(lambda job: scan_file(job[0], pattern, limit=job[1]), plan))
+    notes += [
+        f"{s.path}: read its last {s.read} bytes (line numbers count from there)" for s in scans if s.start
+    ]
     scans += [scan_text(name, text, pattern) for name, text in sources.texts.items()]
     by_class: dict[str, list[Hit]] = {}
     for scan in scans:
         for group, hits in scan.hits.items():
             by_class.setdefault(rule_of(group).id, []).extend(hits)
-    files = [s.path for s in scans if s.error is None]
-    present = [r for r in RULES if r.id in by_class]
+    files = [s.path for s in scans if s.error is None and s.skipped is None]
+    present = [r for r in RULES if r.id in by_class and r.tier < CONTEXT_TIER]
     ordered = sorted(present, key=lambda r: r.tier)  # stable: precedence within a tier
-    findings = [explain(r.id, by_class[r.id], files, as_verdict=(i == 0)) for i, r in enumerate(ordered)]
-    notes = [*sources.notes, *(s.error for s in scans if s.error)]
+    context: dict[str, list[Hit]] = {
+        r.id: by_class[r.id] for r in RULES if r.tier >= CONTEXT_TIER and r.id in by_class
+    }
+    findings = [
+        explain(r.id, by_class[r.id], files, as_verdict=(i == 0), context=context)
+        for i, r in enumerate(ordered)
+    ]
+    notes += [s.error for s in scans if s.error]
+    binaries = [s for s in scans if s.skipped]
+    notes += [s.skipped for s in binaries[:5] if s.skipped]
+    if len(binaries) > 5:
+        notes.append(f"... and {len(binaries) - 5} more binary files not read (listed in --json's read)")
     return Diagnosis(
         verdict=findings[0] if findings else None,
         others=tuple(findings[1:]),
@@ -82,8 +119,8 @@ def diagnose(sources: Sources) -> Diagnosis:
 def text_report(d: Diagnosis) -> str:
     """The diagnosis for a terminal: verdict, evidence (file:line), remedy, then the rest."""
     out: list[str] = []
-    read = [s for s in d.scans if s.error is None]
-    size = sum(s.size for s in read)
+    read = [s for s in d.scans if s.error is None and s.skipped is None]
+    size = sum(s.read for s in read)
     lines = sum(s.lines for s in read)
     if d.verdict is None:
         out.append("diagnose: unknown")

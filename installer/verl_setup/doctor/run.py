@@ -13,6 +13,7 @@ from verl_setup.doctor.checks.gpu_memory import check_gpu_memory
 from verl_setup.doctor.checks.hf_cache import check_hf_cache
 from verl_setup.doctor.checks.launch import check_launch
 from verl_setup.doctor.checks.memory import check_memory
+from verl_setup.doctor.checks.memory.fit import check_fit
 from verl_setup.doctor.checks.python import check_python
 from verl_setup.doctor.checks.ray import check_ray
 from verl_setup.doctor.context import Context, Options
@@ -34,6 +35,7 @@ CHECKS: dict[str, Check] = {
     "hf-cache": check_hf_cache,
     "gpu-memory": check_gpu_memory,
     "memory": check_memory,
+    "fit": check_fit,
     "engine-env": check_engine_env,
     "launch": check_launch,
 }

@@ -15,7 +15,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
 log = logging.getLogger(__name__)
@@ -280,3 +280,35 @@ def _tie_to_parent(
                 os._exit(1)
 
     return child
+
+
+@contextlib.contextmanager
+def piped(
+    argv: Sequence[str], *, stdin: int, env: Mapping[str, str] | None = None
+) -> Iterator[subprocess.Popen[bytes]]:
+    """A filter (grep) reading the open file `stdin` from its current offset, its stdout a pipe
+    the caller reads at its own pace; on leaving, a child still running is killed (group) and
+    reaped, so an exception or Ctrl-C in the caller never leaves it behind."""
+    exe = argv[0] if os.sep in argv[0] else shutil.which(argv[0])
+    if exe is None:
+        raise ProgramError(f"{argv[0]}: not found on PATH")
+    log.debug("piped %s", argv)
+    try:
+        proc = subprocess.Popen(
+            (exe, *argv[1:]),
+            stdin=stdin,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            env=None if env is None else dict(env),
+            start_new_session=True,
+        )
+    except OSError as exc:
+        raise ProgramError(f"{argv[0]}: {exc.strerror or exc}") from exc
+    try:
+        yield proc
+    finally:
+        if proc.poll() is None:
+            _kill_group(proc)
+        if proc.stdout is not None:
+            proc.stdout.close()
+        proc.wait()

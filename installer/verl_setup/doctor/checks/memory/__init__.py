@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from verl_setup.doctor.checks.memory_gpu import gpu_estimates
+from verl_setup.doctor.checks.memory.gpu import gpu_estimates
 from verl_setup.doctor.context import Context
 from verl_setup.doctor.probes.launch_command import hydra_value
 from verl_setup.doctor.probes.model_files import read_model
