@@ -32,6 +32,9 @@ complete -c verl-setup -n '__fish_seen_subcommand_from plan' -l gpu
 complete -c verl-setup -n '__fish_seen_subcommand_from plan' -l sm
 complete -c verl-setup -n '__fish_seen_subcommand_from plan' -l gpu-count
 complete -c verl-setup -n '__fish_seen_subcommand_from plan' -l no-gpu
+complete -c verl-setup -n '__fish_seen_subcommand_from plan' -l npu
+complete -c verl-setup -n '__fish_seen_subcommand_from plan' -l cann
+complete -c verl-setup -n '__fish_seen_subcommand_from plan' -l rocm
 complete -c verl-setup -n '__fish_seen_subcommand_from plan' -l arch
 complete -c verl-setup -n '__fish_seen_subcommand_from plan' -l glibc
 complete -c verl-setup -n '__fish_seen_subcommand_from plan' -l python
@@ -139,6 +142,9 @@ complete -c verl-setup -n '__fish_seen_subcommand_from render' -l gpu
 complete -c verl-setup -n '__fish_seen_subcommand_from render' -l sm
 complete -c verl-setup -n '__fish_seen_subcommand_from render' -l gpu-count
 complete -c verl-setup -n '__fish_seen_subcommand_from render' -l no-gpu
+complete -c verl-setup -n '__fish_seen_subcommand_from render' -l npu
+complete -c verl-setup -n '__fish_seen_subcommand_from render' -l cann
+complete -c verl-setup -n '__fish_seen_subcommand_from render' -l rocm
 complete -c verl-setup -n '__fish_seen_subcommand_from render' -l arch
 complete -c verl-setup -n '__fish_seen_subcommand_from render' -l glibc
 complete -c verl-setup -n '__fish_seen_subcommand_from render' -l python
@@ -187,6 +193,9 @@ complete -c verl-setup -n '__fish_seen_subcommand_from build' -l gpu
 complete -c verl-setup -n '__fish_seen_subcommand_from build' -l sm
 complete -c verl-setup -n '__fish_seen_subcommand_from build' -l gpu-count
 complete -c verl-setup -n '__fish_seen_subcommand_from build' -l no-gpu
+complete -c verl-setup -n '__fish_seen_subcommand_from build' -l npu
+complete -c verl-setup -n '__fish_seen_subcommand_from build' -l cann
+complete -c verl-setup -n '__fish_seen_subcommand_from build' -l rocm
 complete -c verl-setup -n '__fish_seen_subcommand_from build' -l arch
 complete -c verl-setup -n '__fish_seen_subcommand_from build' -l glibc
 complete -c verl-setup -n '__fish_seen_subcommand_from build' -l python
@@ -227,6 +236,9 @@ complete -c verl-setup -n '__fish_seen_subcommand_from install' -l gpu
 complete -c verl-setup -n '__fish_seen_subcommand_from install' -l sm
 complete -c verl-setup -n '__fish_seen_subcommand_from install' -l gpu-count
 complete -c verl-setup -n '__fish_seen_subcommand_from install' -l no-gpu
+complete -c verl-setup -n '__fish_seen_subcommand_from install' -l npu
+complete -c verl-setup -n '__fish_seen_subcommand_from install' -l cann
+complete -c verl-setup -n '__fish_seen_subcommand_from install' -l rocm
 complete -c verl-setup -n '__fish_seen_subcommand_from install' -l arch
 complete -c verl-setup -n '__fish_seen_subcommand_from install' -l glibc
 complete -c verl-setup -n '__fish_seen_subcommand_from install' -l python
@@ -256,6 +268,9 @@ complete -c verl-setup -n '__fish_seen_subcommand_from lock' -l gpu
 complete -c verl-setup -n '__fish_seen_subcommand_from lock' -l sm
 complete -c verl-setup -n '__fish_seen_subcommand_from lock' -l gpu-count
 complete -c verl-setup -n '__fish_seen_subcommand_from lock' -l no-gpu
+complete -c verl-setup -n '__fish_seen_subcommand_from lock' -l npu
+complete -c verl-setup -n '__fish_seen_subcommand_from lock' -l cann
+complete -c verl-setup -n '__fish_seen_subcommand_from lock' -l rocm
 complete -c verl-setup -n '__fish_seen_subcommand_from lock' -l arch
 complete -c verl-setup -n '__fish_seen_subcommand_from lock' -l glibc
 complete -c verl-setup -n '__fish_seen_subcommand_from lock' -l python
@@ -287,6 +302,9 @@ complete -c verl-setup -n '__fish_seen_subcommand_from bundle' -l gpu
 complete -c verl-setup -n '__fish_seen_subcommand_from bundle' -l sm
 complete -c verl-setup -n '__fish_seen_subcommand_from bundle' -l gpu-count
 complete -c verl-setup -n '__fish_seen_subcommand_from bundle' -l no-gpu
+complete -c verl-setup -n '__fish_seen_subcommand_from bundle' -l npu
+complete -c verl-setup -n '__fish_seen_subcommand_from bundle' -l cann
+complete -c verl-setup -n '__fish_seen_subcommand_from bundle' -l rocm
 complete -c verl-setup -n '__fish_seen_subcommand_from bundle' -l arch
 complete -c verl-setup -n '__fish_seen_subcommand_from bundle' -l glibc
 complete -c verl-setup -n '__fish_seen_subcommand_from bundle' -l python
@@ -334,6 +352,9 @@ complete -c verl-setup -n '__fish_seen_subcommand_from build' -l gpu
 complete -c verl-setup -n '__fish_seen_subcommand_from build' -l sm
 complete -c verl-setup -n '__fish_seen_subcommand_from build' -l gpu-count
 complete -c verl-setup -n '__fish_seen_subcommand_from build' -l no-gpu
+complete -c verl-setup -n '__fish_seen_subcommand_from build' -l npu
+complete -c verl-setup -n '__fish_seen_subcommand_from build' -l cann
+complete -c verl-setup -n '__fish_seen_subcommand_from build' -l rocm
 complete -c verl-setup -n '__fish_seen_subcommand_from build' -l arch
 complete -c verl-setup -n '__fish_seen_subcommand_from build' -l glibc
 complete -c verl-setup -n '__fish_seen_subcommand_from build' -l python
@@ -403,6 +424,9 @@ complete -c verl-setup -n '__fish_seen_subcommand_from report' -l gpu
 complete -c verl-setup -n '__fish_seen_subcommand_from report' -l sm
 complete -c verl-setup -n '__fish_seen_subcommand_from report' -l gpu-count
 complete -c verl-setup -n '__fish_seen_subcommand_from report' -l no-gpu
+complete -c verl-setup -n '__fish_seen_subcommand_from report' -l npu
+complete -c verl-setup -n '__fish_seen_subcommand_from report' -l cann
+complete -c verl-setup -n '__fish_seen_subcommand_from report' -l rocm
 complete -c verl-setup -n '__fish_seen_subcommand_from report' -l arch
 complete -c verl-setup -n '__fish_seen_subcommand_from report' -l glibc
 complete -c verl-setup -n '__fish_seen_subcommand_from report' -l python

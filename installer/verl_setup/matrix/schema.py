@@ -79,6 +79,11 @@ class Requires:
     driver: DriverRequirement | None
     compute_capability: CcRange | None
     gpu: bool = True
+    # A row for Ascend NPUs or AMD GPUs (plan/accelerator.py): the family, its chip families or gfx
+    # targets, and the CANN or ROCm version it was tested with. None: an NVIDIA or CPU row.
+    accelerator: Literal["ascend", "rocm"] | None = None
+    chips: tuple[Name, ...] = ()
+    toolkit: Ver | None = None
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from verl_setup.errors import BadInputError, NoCompatibleRowError
 from verl_setup.matrix.cuda import CudaRules
+from verl_setup.plan import accelerator as accel
 from verl_setup.plan.anchors import anchor_driver
 from verl_setup.util.versions import DriverVersion, fmt, parse_count, parse_minor, parse_python, shown
 from verl_setup.util.vocab import BACKEND_NAMES, ENGINE_NAMES, POLICIES, BackendName, Policy
@@ -61,6 +62,9 @@ class Request:
     backend: str | None = None
     policy: str | None = None
     host_file: Path | None = None
+    npu: str | None = None  # Ascend chip family (910B); --cann and --rocm: the toolkit on the target
+    cann: str | None = None
+    rocm: str | None = None
     # A team config's values (commands/team_config.py), below the VERL_SETUP_* variables.
     config: Mapping[str, str] = field(default_factory=dict)
     config_source: str = ""
@@ -86,6 +90,8 @@ class Target:
     local: bool = False
     # CUDA toolkits on the target as (path, version): rendering points CUDA_HOME at a match.
     cuda_toolkits: tuple[tuple[str, str], ...] = field(default=())
+    # An Ascend NPU or AMD GPU target (plan/accelerator.py); None on NVIDIA and CPU machines.
+    accelerator: Fact[accel.AcceleratorTarget | None] = field(default=Fact(None, "none"))
 
     def facts_json(self) -> dict[str, Any]:
         """The facts as `{name: {value, source}}` for `plan --json`."""
@@ -97,6 +103,13 @@ class Target:
                 return fmt(value)
             if isinstance(value, tuple):
                 return [{"name": g.name, "compute_capability": g.compute_capability} for g in value]
+            if isinstance(value, accel.AcceleratorTarget):
+                return {
+                    "family": value.family,
+                    "name": value.name,
+                    "chip": value.chip,
+                    "toolkit": value.toolkit,
+                }
             return value
 
         names = (
@@ -110,6 +123,7 @@ class Target:
             "engine",
             "backend",
             "policy",
+            "accelerator",
         )
         return {n: {"value": plain(getattr(self, n).value), "source": getattr(self, n).source} for n in names}
 
@@ -131,6 +145,7 @@ def build_target(
 ) -> Target:
     """Merge flags, VERL_SETUP_* variables, a host file and (only if needed) live detection."""
     host, host_source = _host_for(request, env, detect, load_host)
+    accelerator = _accelerator(request, env, host, host_source)
 
     def pick(flag: str | None, flag_name: str, env_name: str) -> tuple[str | None, str]:
         if flag is not None:
@@ -168,6 +183,8 @@ def build_target(
     else:
         driver = Fact(None, f"{host_source} (no NVIDIA driver)" if host else "not given")
 
+    if accelerator.value is not None:
+        request = _without_accelerator_names(request)
     gpus = _gpus(
         request,
         env=env,
@@ -225,7 +242,30 @@ def build_target(
         host_pythons=host.pythons if host else (),
         local=host_source == "detected",
         cuda_toolkits=tuple((t.path, t.version) for t in host.cuda_toolkits if t.version) if host else (),
+        accelerator=accelerator,
     )
+
+
+def _accelerator(
+    request: Request, env: Mapping[str, str], host: HostFacts | None, host_source: str
+) -> Fact[accel.AcceleratorTarget | None]:
+    """Flags (--npu/--cann, --gpu MI300X/--rocm, or their VERL_SETUP_* variables) > host file > detection."""
+    given = accel.from_flags(
+        npu=request.npu, cann=request.cann, rocm=request.rocm, gpus=request.gpus, env=env
+    )
+    if given is not None:
+        return Fact(given[0], "flags --npu/--cann/--gpu/--rocm (or VERL_SETUP_NPU/_CANN/_ROCM)")
+    found = accel.from_host(host) if host is not None else None
+    if found is not None:
+        return Fact(found, f"{host_source} (accelerators)")
+    return Fact(None, "none")
+
+
+def _without_accelerator_names(request: Request) -> Request:
+    """--gpu names of Ascend or AMD parts are no NVIDIA GPUs: never looked up for a compute capability."""
+    from dataclasses import replace  # noqa: PLC0415
+
+    return replace(request, gpus=tuple(g for g in request.gpus if accel.family_of_name(g) is None))
 
 
 def _host_for(
@@ -240,8 +280,9 @@ def _host_for(
         return load_host(host_file), f"host file {host_file}"
     # Flags that describe a GPU node mean "plan for another machine": this machine's own
     # glibc, CPU and GPUs must not leak into that plan, so detection is skipped.
-    flags = (request.driver, request.gpus, request.sm)
-    if any(flags) or any(env.get(f"VERL_SETUP_{n}") for n in ("DRIVER", "GPU", "SM")):
+    flags = (request.driver, request.gpus, request.sm, request.npu, request.cann, request.rocm)
+    names = ("DRIVER", "GPU", "SM", "NPU", "CANN", "ROCM")
+    if any(flags) or any(env.get(f"VERL_SETUP_{n}") for n in names):
         return None, "not given"
     return detect(), "detected"
 
