@@ -8,6 +8,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Sequence
 
+from verl_setup.diagnose.explain_accel import EXPLAINERS as ACCELERATOR_EXPLAINERS
 from verl_setup.diagnose.explain_cluster import nccl_connect, nccl_timeout, resource_wait, worker_died
 from verl_setup.diagnose.explain_memory import cuda_oom, kernel_oom, kv_cache, ray_memory
 from verl_setup.diagnose.finding import Finding, evidence_of
@@ -88,7 +89,7 @@ def explain(cls: ClassId, hits: Sequence[Hit], session_logs: Sequence[str], *, a
     simple: dict[str, Callable[[Sequence[Hit]], Finding]] = {
         "ray-memory-monitor": ray_memory, "kernel-oom": kernel_oom, "cuda-oom": cuda_oom,
         "kv-cache-memory": kv_cache, "nccl-connect": nccl_connect, "resource-wait": resource_wait,
-        "hydra": hydra, "import-error": import_error,
+        "hydra": hydra, "import-error": import_error, **ACCELERATOR_EXPLAINERS,
     }  # fmt: skip
     if cls == "nccl-timeout":
         return nccl_timeout(hits, as_verdict=as_verdict)
