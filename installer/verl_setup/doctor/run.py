@@ -6,6 +6,7 @@ import traceback
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
+from verl_setup.doctor.checks.accelerator import check_accelerator
 from verl_setup.doctor.checks.collective import check_collective
 from verl_setup.doctor.checks.cuda import check_cuda
 from verl_setup.doctor.checks.engine_env import check_engine_env
@@ -36,6 +37,7 @@ CHECKS: dict[str, Check] = {
     "memory": check_memory,
     "engine-env": check_engine_env,
     "launch": check_launch,
+    "accelerator": check_accelerator,  # Ascend NPU / AMD ROCm hosts (issue 35)
 }
 
 
