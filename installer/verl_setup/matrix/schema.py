@@ -86,6 +86,9 @@ class Requires:
     toolkit: Ver | None = None
 
 
+ACCELERATOR_KEYS = ("accelerator", "chips", "toolkit")
+
+
 @dataclass(frozen=True, kw_only=True)
 class KnownIssue:
     """A reported problem shown as a warning (optionally only for some Python minors)."""
@@ -170,6 +173,9 @@ class Row:
             default = f.default_factory() if f.default_factory is not dataclasses.MISSING else f.default
             if f.name in data and default is not dataclasses.MISSING and getattr(self, f.name) == default:
                 data.pop(f.name)
+        for key in ACCELERATOR_KEYS:  # added inside requires later: absent on NVIDIA and CPU rows
+            if not data["requires"].get(key):
+                data["requires"].pop(key, None)
         blob = json.dumps(data, sort_keys=True, separators=(",", ":")).encode()
         return hashlib.sha256(blob).hexdigest()
 
@@ -286,6 +292,9 @@ class SdistAllowance:
 
     versions: tuple[str, ...]
     reason: str
+    # Only for rows that pin it themselves (a dependency of one family's stack), not as a
+    # transitive dependency of every row.
+    pinned_only: bool = False
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -312,7 +321,8 @@ class RowsFile:
         return tuple(
             name
             for name, allowed in self.sdists.items()
-            if name not in row.packages or row.packages[name] in allowed.versions
+            if (name not in row.packages and not allowed.pinned_only)
+            or row.packages.get(name) in allowed.versions
         )
 
     def from_index(self, row: Row) -> list[str]:
