@@ -115,3 +115,11 @@ def test_a_detected_ascend_host_file_plans_from_its_chip_and_cann(tmp_path: Path
     ok = run_cli("plan", "--host", str(host), "--json")
     assert ok.code == 0, ok.err
     assert json_data(ok.out)["row"]["id"] == ASCEND_ROW
+
+
+def test_an_aarch64_ascend_host_gets_the_aarch64_row() -> None:
+    result = run_cli("plan", "--npu", "910B", "--cann", "8.5.1", "--arch", "aarch64", "--json")
+    assert result.code == 0, result.err
+    row = json_data(result.out)["row"]
+    assert row["id"] == ASCEND_ROW + "-aarch64"
+    assert row["overrides"] == []  # torch-npu's aarch64 wheel takes the index's torch 2.9.0
