@@ -79,14 +79,10 @@ class Requires:
     driver: DriverRequirement | None
     compute_capability: CcRange | None
     gpu: bool = True
-    # A row for Ascend NPUs or AMD GPUs (plan/accelerator.py): the family, its chip families or gfx
-    # targets, and the CANN or ROCm version it was tested with. None: an NVIDIA or CPU row.
+    # Ascend/AMD rows (plan/accelerator.py): family, chip families or gfx targets, CANN/ROCm tested.
     accelerator: Literal["ascend", "rocm"] | None = None
     chips: tuple[Name, ...] = ()
     toolkit: Ver | None = None
-
-
-ACCELERATOR_KEYS = ("accelerator", "chips", "toolkit")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -173,9 +169,8 @@ class Row:
             default = f.default_factory() if f.default_factory is not dataclasses.MISSING else f.default
             if f.name in data and default is not dataclasses.MISSING and getattr(self, f.name) == default:
                 data.pop(f.name)
-        for key in ACCELERATOR_KEYS:  # added inside requires later: absent on NVIDIA and CPU rows
-            if not data["requires"].get(key):
-                data["requires"].pop(key, None)
+        for key in [k for k in ("accelerator", "chips", "toolkit") if not data["requires"].get(k)]:
+            data["requires"].pop(key)
         blob = json.dumps(data, sort_keys=True, separators=(",", ":")).encode()
         return hashlib.sha256(blob).hexdigest()
 
@@ -292,9 +287,7 @@ class SdistAllowance:
 
     versions: tuple[str, ...]
     reason: str
-    # Only for rows that pin it themselves (a dependency of one family's stack), not as a
-    # transitive dependency of every row.
-    pinned_only: bool = False
+    pinned_only: bool = False  # only for rows that pin it, not as every row's transitive dependency
 
 
 @dataclass(frozen=True, kw_only=True)

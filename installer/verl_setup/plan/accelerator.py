@@ -17,6 +17,7 @@ from verl_setup.util.versions import shown
 if TYPE_CHECKING:
     from verl_setup.host.facts import HostFacts
     from verl_setup.matrix.schema import Row
+    from verl_setup.plan.target import Request
 
 FAMILY_WORDS = {"ascend": "Ascend NPU", "rocm": "AMD GPU (ROCm)"}
 TOOLKIT = {"ascend": "CANN", "rocm": "ROCm"}
@@ -129,6 +130,22 @@ def from_flags(
         chip = amd_gfx(name) if amd_names else None
         return AcceleratorTarget(family="rocm", name=name, chip=chip, toolkit=_toolkit(rocm, "ROCm")), "flags"
     return None
+
+
+def target_fact(
+    request: Request, env: Mapping[str, str], host: HostFacts | None, host_source: str
+) -> tuple[AcceleratorTarget | None, str]:
+    """(value, source): flags (--npu/--cann, --gpu MI300X/--rocm, or VERL_SETUP_*) > host file > detection."""
+    given = from_flags(npu=request.npu, cann=request.cann, rocm=request.rocm, gpus=request.gpus, env=env)
+    if given is not None:
+        return given[0], "flags --npu/--cann/--gpu/--rocm (or VERL_SETUP_NPU/_CANN/_ROCM)"
+    found = from_host(host) if host is not None else None
+    return (found, f"{host_source} (accelerators)") if found is not None else (None, "none")
+
+
+def nvidia_names(gpus: tuple[str, ...]) -> tuple[str, ...]:
+    """The --gpu names that are not Ascend or AMD parts."""
+    return tuple(g for g in gpus if family_of_name(g) is None)
 
 
 def from_host(host: HostFacts) -> AcceleratorTarget | None:

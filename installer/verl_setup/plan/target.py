@@ -6,6 +6,7 @@ Precedence is applied here and only here; each value keeps the name of where it 
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -145,7 +146,7 @@ def build_target(
 ) -> Target:
     """Merge flags, VERL_SETUP_* variables, a host file and (only if needed) live detection."""
     host, host_source = _host_for(request, env, detect, load_host)
-    accelerator = _accelerator(request, env, host, host_source)
+    accelerator = Fact(*accel.target_fact(request, env, host, host_source))
 
     def pick(flag: str | None, flag_name: str, env_name: str) -> tuple[str | None, str]:
         if flag is not None:
@@ -183,8 +184,8 @@ def build_target(
     else:
         driver = Fact(None, f"{host_source} (no NVIDIA driver)" if host else "not given")
 
-    if accelerator.value is not None:
-        request = _without_accelerator_names(request)
+    if accelerator.value is not None:  # Ascend/AMD names are no NVIDIA GPUs: never asked for --sm
+        request = dataclasses.replace(request, gpus=accel.nvidia_names(request.gpus))
     gpus = _gpus(
         request,
         env=env,
@@ -244,28 +245,6 @@ def build_target(
         cuda_toolkits=tuple((t.path, t.version) for t in host.cuda_toolkits if t.version) if host else (),
         accelerator=accelerator,
     )
-
-
-def _accelerator(
-    request: Request, env: Mapping[str, str], host: HostFacts | None, host_source: str
-) -> Fact[accel.AcceleratorTarget | None]:
-    """Flags (--npu/--cann, --gpu MI300X/--rocm, or their VERL_SETUP_* variables) > host file > detection."""
-    given = accel.from_flags(
-        npu=request.npu, cann=request.cann, rocm=request.rocm, gpus=request.gpus, env=env
-    )
-    if given is not None:
-        return Fact(given[0], "flags --npu/--cann/--gpu/--rocm (or VERL_SETUP_NPU/_CANN/_ROCM)")
-    found = accel.from_host(host) if host is not None else None
-    if found is not None:
-        return Fact(found, f"{host_source} (accelerators)")
-    return Fact(None, "none")
-
-
-def _without_accelerator_names(request: Request) -> Request:
-    """--gpu names of Ascend or AMD parts are no NVIDIA GPUs: never looked up for a compute capability."""
-    from dataclasses import replace  # noqa: PLC0415
-
-    return replace(request, gpus=tuple(g for g in request.gpus if accel.family_of_name(g) is None))
 
 
 def _host_for(
