@@ -15,6 +15,7 @@ ACCEL_CASES = [
     ("npu-oom-vllm-ascend-1127.log", "npu-oom", 3,
      {"asked": "30.00 MiB", "npu": "3", "total": "60.96 GiB", "free": "14.24 MiB"}),
     ("rccl-rccl-1454.log", "rccl", 1, {"warn": "Cuda failure 'invalid argument'"}),
+    ("import-error-cann-missing-recorded.log", "import-error", 8, {"library": "libhccl.so"}),
 ]  # fmt: skip
 
 
@@ -45,3 +46,10 @@ def test_an_hccl_init_failure_outranks_the_timeouts_it_causes() -> None:
     d = run("hccl-timeout-vllm-ascend-486.log", "hccl-init-vllm-ascend-672.log")
     assert d.cls == "hccl-init"
     assert "hccl-timeout" in [f.cls for f in d.others]
+
+
+def test_an_env_without_cann_is_told_to_source_set_env() -> None:
+    d = run("import-error-cann-missing-recorded.log")
+    assert d.verdict is not None
+    assert "libhccl.so cannot be loaded" in d.verdict.summary
+    assert "set_env.sh" in d.verdict.remedy[0]

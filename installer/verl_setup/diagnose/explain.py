@@ -9,6 +9,7 @@ import re
 from collections.abc import Callable, Sequence
 
 from verl_setup.diagnose.explain_accel import EXPLAINERS as ACCELERATOR_EXPLAINERS
+from verl_setup.diagnose.explain_accel import cann_missing
 from verl_setup.diagnose.explain_cluster import nccl_connect, nccl_timeout, resource_wait, worker_died
 from verl_setup.diagnose.explain_memory import cuda_oom, kernel_oom, kv_cache, ray_memory
 from verl_setup.diagnose.finding import Finding, evidence_of
@@ -64,6 +65,8 @@ _SYMBOL = re.compile(r"undefined symbol: (?P<symbol>\S+)")
 
 def import_error(hits: Sequence[Hit]) -> Finding:
     """A module that does not import: `verify` would have caught it before launch."""
+    if (cann := cann_missing(hits)) is not None:  # an Ascend env without CANN's libraries
+        return cann
     text = hits[0].text
     facts: dict[str, str] = {}
     if m := _MODULE.search(text):

@@ -112,6 +112,33 @@ def rccl(hits: Sequence[Hit]) -> Finding:
     )
 
 
+_CANN_LIB = re.compile(
+    r"(?P<lib>lib(?:hccl|ascendcl|acl_op_compiler|ge_runner|runtime)\S*\.so)\S*: cannot open shared object"
+)
+
+
+def cann_missing(hits: Sequence[Hit]) -> Finding | None:
+    """An import that failed because CANN's libraries are not loadable (set_env.sh not sourced, or no
+    CANN at all); None for any other import error. torch loads torch_npu at import, so even
+    `import torch` fails this way (recorded: tests/fixtures/diagnose/SOURCES.md)."""
+    lib = next((m["lib"] for h in hits if (m := _CANN_LIB.search(h.text))), None)
+    if lib is None:
+        return None
+    return Finding(
+        cls="import-error",
+        tier=0,
+        summary=f"CANN's {lib} cannot be loaded: torch_npu (which torch loads at import) needs CANN",
+        evidence=evidence_of(hits),
+        remedy=(
+            "source /usr/local/Ascend/ascend-toolkit/set_env.sh (CANN's environment) in the shell and "
+            "before `ray start`, so every worker has it; `verl-setup doctor --check accelerator` checks it",
+            "no CANN on this machine: install the CANN version the row names (`verl-setup plan --explain`), "
+            "or set TORCH_DEVICE_BACKEND_AUTOLOAD=0 to use torch here without the NPU",
+        ),
+        facts={"library": lib},
+    )
+
+
 EXPLAINERS: dict[str, Callable[[Sequence[Hit]], Finding]] = {
     "hccl-init": hccl_init,
     "hccl-timeout": hccl_timeout,
