@@ -80,7 +80,15 @@ def matrix(tmp_path: Path, env: dict[str, str]) -> Path:
 
 def install(matrix: Path, prefix: Path, env: dict[str, str], *flags: str) -> subprocess.CompletedProcess[str]:
     return cli(
-        "install", "--matrix", str(matrix), "--no-gpu", "--prefix", str(prefix), "--no-import", *flags, env=env
+        "install",
+        "--matrix",
+        str(matrix),
+        "--no-gpu",
+        "--prefix",
+        str(prefix),
+        "--no-import",
+        *flags,
+        env=env,
     )
 
 

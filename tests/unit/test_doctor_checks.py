@@ -331,8 +331,10 @@ def test_doctor_on_this_gpu_less_machine_is_fast_and_skips_gpu_checks() -> None:
         "fit",
         "engine-env",
         "launch",
+        "accelerator",
     ]
     assert checks["fit"]["status"] == "skip"  # no launch to plan
+    assert checks["accelerator"]["status"] == "skip"  # no Ascend NPU or AMD GPU here
     assert checks["collective"]["status"] == "skip"  # a real collective only when asked by name
     assert checks["cuda"]["status"] == "skip"
     assert "no NVIDIA driver" in checks["cuda"]["summary"]

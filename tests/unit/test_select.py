@@ -101,7 +101,9 @@ def test_no_gpu_selects_the_cpu_row_and_gpu_rows_say_why() -> None:
     plan = plan_for(host())
     assert plan.row.id == "cpu"
     assert plan.row.engine.name == "none"
-    assert all("needs an NVIDIA GPU" in r.reasons[-1] for r in plan.rejected)
+    accelerator_rows = {r.id for r in plan.matrix.rows if r.requires.accelerator}
+    assert all("needs an NVIDIA GPU" in r.reasons[-1] for r in plan.rejected if r.id not in accelerator_rows)
+    assert all("needs Ascend NPUs" in r.reasons[-1] for r in plan.rejected if r.id in accelerator_rows)
 
 
 def test_cpu_row_on_a_gpu_host_only_on_request() -> None:

@@ -31,6 +31,9 @@ def plan_inputs(args: argparse.Namespace) -> PlanInputs:
         backend=args.backend,
         policy=args.policy,
         host_file=args.host,
+        npu=getattr(args, "npu", None),
+        cann=getattr(args, "cann", None),
+        rocm=getattr(args, "rocm", None),
         **config_of(args),
     )
     return PlanInputs(request=request, matrix=args.matrix, row=args.row)

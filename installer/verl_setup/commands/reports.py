@@ -33,6 +33,7 @@ def host_text(facts: HostFacts) -> str:
         lines.append(
             f"gpu {g.index:<6} {g.name} (sm {g.compute_capability or '?'}), {mem}{procs} [{g.source}]"
         )
+    lines += accelerator_lines(facts)
     for t in facts.cuda_toolkits:
         lines.append(f"cuda       {t.version or '?'} at {t.path}{' (nvcc on PATH)' if t.on_path else ''}")
     for p in facts.pythons:
@@ -44,6 +45,26 @@ def host_text(facts: HostFacts) -> str:
         lines.append(f"env        {name}={value}")
     lines += [f"note       {note}" for note in facts.notes]
     return "\n".join(lines) + "\n"
+
+
+def accelerator_lines(facts: HostFacts) -> list[str]:
+    """One line per Ascend/AMD family (driver, toolkit, count), then one per device."""
+    lines = []
+    for a in facts.accelerators:
+        label = {"ascend": "Ascend NPU", "rocm": "AMD GPU (ROCm)"}[a.family]
+        driver = f"driver {a.driver} ({a.driver_source})" if a.driver else "driver ?"
+        kit = (
+            f"{a.toolkit} {a.toolkit_version} ({a.toolkit_source})"
+            if a.toolkit_version
+            else f"{a.toolkit or 'toolkit'} not found"
+        )
+        pci = f", {a.pci_devices} on PCI" if a.pci_devices else ""
+        lines.append(f"accel      {label}: {a.count} device(s){pci} | {driver} | {kit} [{a.source}]")
+        for d in a.devices:
+            mem = f", {d.memory_used_mib}/{d.memory_total_mib} MiB used" if d.memory_total_mib else ""
+            bus = f" at {d.bus_id}" if d.bus_id else ""
+            lines.append(f"  {a.family} {d.index:<4} {d.name} ({d.chip or '?'}){bus}{mem} [{d.source}]")
+    return lines
 
 
 def plan_text(plan: Plan, *, explain: bool) -> str:

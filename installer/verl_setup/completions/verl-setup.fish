@@ -32,6 +32,9 @@ complete -c verl-setup -n '__fish_seen_subcommand_from plan' -l gpu
 complete -c verl-setup -n '__fish_seen_subcommand_from plan' -l sm
 complete -c verl-setup -n '__fish_seen_subcommand_from plan' -l gpu-count
 complete -c verl-setup -n '__fish_seen_subcommand_from plan' -l no-gpu
+complete -c verl-setup -n '__fish_seen_subcommand_from plan' -l npu
+complete -c verl-setup -n '__fish_seen_subcommand_from plan' -l cann
+complete -c verl-setup -n '__fish_seen_subcommand_from plan' -l rocm
 complete -c verl-setup -n '__fish_seen_subcommand_from plan' -l arch
 complete -c verl-setup -n '__fish_seen_subcommand_from plan' -l glibc
 complete -c verl-setup -n '__fish_seen_subcommand_from plan' -l python
@@ -139,6 +142,9 @@ complete -c verl-setup -n '__fish_seen_subcommand_from render' -l gpu
 complete -c verl-setup -n '__fish_seen_subcommand_from render' -l sm
 complete -c verl-setup -n '__fish_seen_subcommand_from render' -l gpu-count
 complete -c verl-setup -n '__fish_seen_subcommand_from render' -l no-gpu
+complete -c verl-setup -n '__fish_seen_subcommand_from render' -l npu
+complete -c verl-setup -n '__fish_seen_subcommand_from render' -l cann
+complete -c verl-setup -n '__fish_seen_subcommand_from render' -l rocm
 complete -c verl-setup -n '__fish_seen_subcommand_from render' -l arch
 complete -c verl-setup -n '__fish_seen_subcommand_from render' -l glibc
 complete -c verl-setup -n '__fish_seen_subcommand_from render' -l python
@@ -187,6 +193,9 @@ complete -c verl-setup -n '__fish_seen_subcommand_from build' -l gpu
 complete -c verl-setup -n '__fish_seen_subcommand_from build' -l sm
 complete -c verl-setup -n '__fish_seen_subcommand_from build' -l gpu-count
 complete -c verl-setup -n '__fish_seen_subcommand_from build' -l no-gpu
+complete -c verl-setup -n '__fish_seen_subcommand_from build' -l npu
+complete -c verl-setup -n '__fish_seen_subcommand_from build' -l cann
+complete -c verl-setup -n '__fish_seen_subcommand_from build' -l rocm
 complete -c verl-setup -n '__fish_seen_subcommand_from build' -l arch
 complete -c verl-setup -n '__fish_seen_subcommand_from build' -l glibc
 complete -c verl-setup -n '__fish_seen_subcommand_from build' -l python
@@ -229,6 +238,9 @@ complete -c verl-setup -n '__fish_seen_subcommand_from install' -l gpu
 complete -c verl-setup -n '__fish_seen_subcommand_from install' -l sm
 complete -c verl-setup -n '__fish_seen_subcommand_from install' -l gpu-count
 complete -c verl-setup -n '__fish_seen_subcommand_from install' -l no-gpu
+complete -c verl-setup -n '__fish_seen_subcommand_from install' -l npu
+complete -c verl-setup -n '__fish_seen_subcommand_from install' -l cann
+complete -c verl-setup -n '__fish_seen_subcommand_from install' -l rocm
 complete -c verl-setup -n '__fish_seen_subcommand_from install' -l arch
 complete -c verl-setup -n '__fish_seen_subcommand_from install' -l glibc
 complete -c verl-setup -n '__fish_seen_subcommand_from install' -l python
@@ -258,6 +270,9 @@ complete -c verl-setup -n '__fish_seen_subcommand_from lock' -l gpu
 complete -c verl-setup -n '__fish_seen_subcommand_from lock' -l sm
 complete -c verl-setup -n '__fish_seen_subcommand_from lock' -l gpu-count
 complete -c verl-setup -n '__fish_seen_subcommand_from lock' -l no-gpu
+complete -c verl-setup -n '__fish_seen_subcommand_from lock' -l npu
+complete -c verl-setup -n '__fish_seen_subcommand_from lock' -l cann
+complete -c verl-setup -n '__fish_seen_subcommand_from lock' -l rocm
 complete -c verl-setup -n '__fish_seen_subcommand_from lock' -l arch
 complete -c verl-setup -n '__fish_seen_subcommand_from lock' -l glibc
 complete -c verl-setup -n '__fish_seen_subcommand_from lock' -l python
@@ -289,6 +304,9 @@ complete -c verl-setup -n '__fish_seen_subcommand_from bundle' -l gpu
 complete -c verl-setup -n '__fish_seen_subcommand_from bundle' -l sm
 complete -c verl-setup -n '__fish_seen_subcommand_from bundle' -l gpu-count
 complete -c verl-setup -n '__fish_seen_subcommand_from bundle' -l no-gpu
+complete -c verl-setup -n '__fish_seen_subcommand_from bundle' -l npu
+complete -c verl-setup -n '__fish_seen_subcommand_from bundle' -l cann
+complete -c verl-setup -n '__fish_seen_subcommand_from bundle' -l rocm
 complete -c verl-setup -n '__fish_seen_subcommand_from bundle' -l arch
 complete -c verl-setup -n '__fish_seen_subcommand_from bundle' -l glibc
 complete -c verl-setup -n '__fish_seen_subcommand_from bundle' -l python
@@ -336,6 +354,9 @@ complete -c verl-setup -n '__fish_seen_subcommand_from build' -l gpu
 complete -c verl-setup -n '__fish_seen_subcommand_from build' -l sm
 complete -c verl-setup -n '__fish_seen_subcommand_from build' -l gpu-count
 complete -c verl-setup -n '__fish_seen_subcommand_from build' -l no-gpu
+complete -c verl-setup -n '__fish_seen_subcommand_from build' -l npu
+complete -c verl-setup -n '__fish_seen_subcommand_from build' -l cann
+complete -c verl-setup -n '__fish_seen_subcommand_from build' -l rocm
 complete -c verl-setup -n '__fish_seen_subcommand_from build' -l arch
 complete -c verl-setup -n '__fish_seen_subcommand_from build' -l glibc
 complete -c verl-setup -n '__fish_seen_subcommand_from build' -l python
@@ -362,7 +383,7 @@ complete -c verl-setup -n '__fish_seen_subcommand_from list' -l no-config
 complete -c verl-setup -n '__fish_seen_subcommand_from doctor' -s h
 complete -c verl-setup -n '__fish_seen_subcommand_from doctor' -l help
 complete -c verl-setup -n '__fish_seen_subcommand_from doctor' -l json
-complete -c verl-setup -n '__fish_seen_subcommand_from doctor' -l check -x -a 'python cuda ray collective hf-cache gpu-memory memory fit engine-env launch'
+complete -c verl-setup -n '__fish_seen_subcommand_from doctor' -l check -x -a 'python cuda ray collective hf-cache gpu-memory memory fit engine-env launch accelerator'
 complete -c verl-setup -n '__fish_seen_subcommand_from doctor' -l prefix
 complete -c verl-setup -n '__fish_seen_subcommand_from doctor' -l ray-address
 complete -c verl-setup -n '__fish_seen_subcommand_from doctor' -l model-size
@@ -396,7 +417,7 @@ complete -c verl-setup -n '__fish_seen_subcommand_from report' -s h
 complete -c verl-setup -n '__fish_seen_subcommand_from report' -l help
 complete -c verl-setup -n '__fish_seen_subcommand_from report' -l prefix
 complete -c verl-setup -n '__fish_seen_subcommand_from report' -l log
-complete -c verl-setup -n '__fish_seen_subcommand_from report' -l check -x -a 'python cuda ray collective hf-cache gpu-memory memory fit engine-env launch'
+complete -c verl-setup -n '__fish_seen_subcommand_from report' -l check -x -a 'python cuda ray collective hf-cache gpu-memory memory fit engine-env launch accelerator'
 complete -c verl-setup -n '__fish_seen_subcommand_from report' -l imports
 complete -c verl-setup -n '__fish_seen_subcommand_from report' -l mask-home
 complete -c verl-setup -n '__fish_seen_subcommand_from report' -l host
@@ -405,6 +426,9 @@ complete -c verl-setup -n '__fish_seen_subcommand_from report' -l gpu
 complete -c verl-setup -n '__fish_seen_subcommand_from report' -l sm
 complete -c verl-setup -n '__fish_seen_subcommand_from report' -l gpu-count
 complete -c verl-setup -n '__fish_seen_subcommand_from report' -l no-gpu
+complete -c verl-setup -n '__fish_seen_subcommand_from report' -l npu
+complete -c verl-setup -n '__fish_seen_subcommand_from report' -l cann
+complete -c verl-setup -n '__fish_seen_subcommand_from report' -l rocm
 complete -c verl-setup -n '__fish_seen_subcommand_from report' -l arch
 complete -c verl-setup -n '__fish_seen_subcommand_from report' -l glibc
 complete -c verl-setup -n '__fish_seen_subcommand_from report' -l python

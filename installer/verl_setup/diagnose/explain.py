@@ -8,6 +8,8 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Mapping, Sequence
 
+from verl_setup.diagnose.explain_accel import EXPLAINERS as ACCELERATOR_EXPLAINERS
+from verl_setup.diagnose.explain_accel import cann_missing
 from verl_setup.diagnose.explain_cluster import nccl_connect, nccl_timeout, resource_wait, worker_died
 from verl_setup.diagnose.explain_memory import cuda_oom, kernel_oom, kv_cache, ray_memory
 from verl_setup.diagnose.explain_runtime import crash_signal, gpu_memory_busy, hccl, nccl_error, ray_gcs
@@ -64,6 +66,8 @@ _SYMBOL = re.compile(r"undefined symbol: (?P<symbol>\S+)")
 
 def import_error(hits: Sequence[Hit]) -> Finding:
     """A module that does not import: `verify` would have caught it before launch."""
+    if (cann := cann_missing(hits)) is not None:  # an Ascend env without CANN's libraries
+        return cann
     text = hits[0].text
     facts: dict[str, str] = {}
     if m := _MODULE.search(text):
@@ -98,7 +102,7 @@ def explain(
         "ray-memory-monitor": ray_memory, "kernel-oom": kernel_oom,
         "kv-cache-memory": kv_cache, "nccl-connect": nccl_connect, "resource-wait": resource_wait,
         "hydra": hydra, "import-error": import_error, "ray-gcs": ray_gcs, "gpu-memory-busy": gpu_memory_busy,
-        "crash-signal": crash_signal, "hccl": hccl, "nccl-error": nccl_error,
+        "crash-signal": crash_signal, "hccl": hccl, "nccl-error": nccl_error, **ACCELERATOR_EXPLAINERS,
     }  # fmt: skip
     if cls == "cuda-oom":
         return cuda_oom(hits, (context or {}).get("launch-line", ()))

@@ -32,6 +32,11 @@ ClassId = Literal[
     "nccl-timeout",
     "worker-died",
     "launch-line",
+    # Ascend NPU and AMD ROCm classes (issue 35); their rules are the block at the end of RULES.
+    "hccl-init",
+    "hccl-timeout",
+    "npu-oom",
+    "rccl",
     "unknown",
 ]
 
@@ -167,6 +172,35 @@ RULES: tuple[Rule, ...] = (
         # Hydra's echo of the overrides when the job fails, or the command (`set -x`, a paste).
         trigger=r"Error executing job with overrides: \[|-m verl\.trainer\.main_\w+",
         anchors=(b"rror", b"verl.trainer.main_"),
+    ),
+    # --- Ascend NPU and AMD ROCm (issue 35; explain_accel.py). Root causes rank after the ones
+    # above; HCCL's socket timeout is a symptom, as NCCL's watchdog timeout is.
+    Rule(
+        id="hccl-init",
+        tier=0,
+        # torch_npu's "HCCL function error: hcclCommInitRootInfoConfig(...), error code is N" and
+        # CANN's own "HcclCommInitRootInfo failed" (tests/fixtures/diagnose/SOURCES.md).
+        trigger=r"HCCL function error: hcclCommInitRootInfo|HcclCommInitRootInfo failed",
+        anchors=(b"hcclCommInitRootInfo", b"HcclCommInitRootInfo"),
+    ),
+    Rule(
+        id="npu-oom",
+        tier=0,
+        trigger=r"NPU out of memory\. Tried to allocate",
+        anchors=(b"NPU out of memory",),
+    ),
+    Rule(
+        id="rccl",
+        tier=0,
+        # RCCL prints NCCL's WARN lines from its hipified sources.
+        trigger=r"/rccl/\S*hipify/src/\S+ NCCL WARN",
+        anchors=(b"hipify",),
+    ),
+    Rule(
+        id="hccl-timeout",
+        tier=1,
+        trigger=r"EI0006: .*Getting socket times out",
+        anchors=(b"EI0006",),
     ),
 )
 CONTEXT_TIER = 2  # rules whose lines are context for a verdict, never a verdict

@@ -6,6 +6,7 @@ import traceback
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
+from verl_setup.doctor.checks.accelerator import check_accelerator
 from verl_setup.doctor.checks.collective import check_collective
 from verl_setup.doctor.checks.cuda import check_cuda
 from verl_setup.doctor.checks.engine_env import check_engine_env
@@ -38,6 +39,7 @@ CHECKS: dict[str, Check] = {
     "fit": check_fit,
     "engine-env": check_engine_env,
     "launch": check_launch,
+    "accelerator": check_accelerator,  # Ascend NPU / AMD ROCm hosts (issue 35)
 }
 
 

@@ -23,6 +23,7 @@ from typing import Any, TextIO
 from packaging.utils import canonicalize_name
 
 from verl_setup import __version__
+from verl_setup.environment.accelerator_imports import imports_need_absent_toolkit
 from verl_setup.environment.closure_moves import GoneWatch
 from verl_setup.environment.install_job import (
     INPUTS,
@@ -109,8 +110,18 @@ def build(job: Job, progress: Progress) -> tuple[Job, dict[str, Any], Report]:
         if ext is not None and ext.mode in ("wheel", "build"):
             _check_extension(job, ext, progress)
     watch.stop_if_gone()
+    no_toolkit = imports_need_absent_toolkit(row, job.env)
+    import_timeout = None if no_toolkit else job.import_timeout
     progress.step(
-        "verify", "installed versions" + ("" if job.import_timeout is None else ", then the import probe")
+        "verify",
+        "installed versions"
+        + (
+            f" only: {no_toolkit}"
+            if no_toolkit
+            else ""
+            if import_timeout is None
+            else ", then the import probe"
+        ),
     )
 
     def expected_for(snap: Snapshot) -> Expected:
@@ -122,7 +133,7 @@ def build(job: Job, progress: Progress) -> tuple[Job, dict[str, Any], Report]:
     report = verify_env(
         python,
         expected_for,
-        import_timeout=job.import_timeout,
+        import_timeout=import_timeout,
         env=job.env,
         engine=row.engine.name,
         gpu_only=row.gpu_only_imports,

@@ -10,12 +10,13 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TypeVar
 
-from verl_setup.host import nvidia, pythons, system
-from verl_setup.host.facts import Gpu, HostFacts, NvidiaDriver
+from verl_setup.host import amd, ascend, nvidia, pythons, system
+from verl_setup.host.facts import Accelerator, Gpu, HostFacts, NvidiaDriver
 from verl_setup.host.kind import host_kind
 
 T = TypeVar("T")
 TOOLS = ("uv", "docker", "nvcc", "nvidia-smi", "ray")
+MAX_WORKERS = 6
 
 
 def detect(root: Path = Path("/"), env: dict[str, str] | None = None) -> HostFacts:
@@ -23,12 +24,14 @@ def detect(root: Path = Path("/"), env: dict[str, str] | None = None) -> HostFac
     env = dict(os.environ) if env is None else env
     path_env = env.get("PATH", os.defpath)
     home = Path(env.get("HOME") or Path.home())
-    with ThreadPoolExecutor(max_workers=4) as pool:
+    with ThreadPoolExecutor(max_workers=MAX_WORKERS) as pool:
         pythons_job = pool.submit(pythons.detect_pythons, path_env, home, env)
         gpu_job = pool.submit(_nvidia, root, path_env)
+        accel_job = pool.submit(detect_accelerators, root, path_env, env)
         tools = tuple(t for t in pool.map(lambda n: system.tool(n, path_env), TOOLS) if t)
         driver, gpus, notes = gpu_job.result()
         found_pythons = pythons_job.result()
+        accelerators = accel_job.result()
     return HostFacts(
         os=system.os_facts(root),
         container=system.container(root, env),
@@ -40,7 +43,17 @@ def detect(root: Path = Path("/"), env: dict[str, str] | None = None) -> HostFac
         env=system.relevant_env(env),
         notes=notes,
         host_kind=host_kind(root),
+        accelerators=accelerators,
     )
+
+
+def detect_accelerators(root: Path, path_env: str, env: dict[str, str]) -> tuple[Accelerator, ...]:
+    """Ascend NPUs and AMD GPUs (each family's probes; none found is ())."""
+    found = (
+        ascend.detect_ascend(root, shutil.which("npu-smi", path=path_env), env.get("ASCEND_TOOLKIT_HOME")),
+        amd.detect_amd(root, shutil.which("rocm-smi", path=path_env)),
+    )
+    return tuple(a for a in found if a is not None)
 
 
 def _nvidia(root: Path, path_env: str) -> tuple[NvidiaDriver | None, tuple[Gpu, ...], tuple[str, ...]]:

@@ -1,4 +1,6 @@
-"""HostFacts: what detection found, every fact with its source; JSON in and out (schema 1)."""
+"""HostFacts: what detection found, every fact with its source; JSON in and out (schema 2).
+
+Schema 2 added `accelerators` (Ascend NPUs, AMD GPUs); a schema-1 file still loads, with none."""
 
 from __future__ import annotations
 
@@ -13,9 +15,12 @@ from verl_setup.util.bounded import MAX_DEPTH, BoundError, depth, one_line, read
 from verl_setup.util.databuild import Builder
 from verl_setup.util.vocab import HostKindName
 
-SCHEMA = 1
+SCHEMA = 2
+READABLE_SCHEMAS = (1, 2)
 
 ContainerKind = Literal["none", "docker", "podman", "k8s", "other"]
+# Accelerators other than NVIDIA's, by the platform verl names them after (verl/plugin/platform).
+AcceleratorFamily = Literal["ascend", "rocm"]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -121,6 +126,44 @@ class HostKind:
 
 
 @dataclass(frozen=True, kw_only=True)
+class AcceleratorDevice:
+    """One Ascend NPU chip or AMD GPU, as its own tool (or KFD) reports it."""
+
+    index: int
+    name: str
+    # The target the software stack is built for: Ascend's chip name (910B3) or AMD's gfx target.
+    chip: str | None
+    bus_id: str | None = None
+    memory_total_mib: int | None = None
+    memory_used_mib: int | None = None
+    source: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class Accelerator:
+    """A non-NVIDIA accelerator family on this host: its devices, driver and toolkit, each with its source.
+
+    `toolkit` is CANN on Ascend and ROCm on AMD; `pci_devices` counts the vendor's accelerator
+    functions in sysfs (0x19e5 / 0x1002), which still shows hardware when no tool answers."""
+
+    family: AcceleratorFamily
+    devices: tuple[AcceleratorDevice, ...]
+    driver: str | None = None
+    driver_source: str | None = None
+    tool_version: str | None = None  # npu-smi's own version line
+    toolkit: str | None = None
+    toolkit_version: str | None = None
+    toolkit_source: str | None = None
+    pci_devices: int = 0
+    source: str
+
+    @property
+    def count(self) -> int:
+        """Devices a tool listed, else the PCI functions sysfs shows."""
+        return len(self.devices) or self.pci_devices
+
+
+@dataclass(frozen=True, kw_only=True)
 class HostFacts:
     """Everything detection found. No GPU is valid data: nvidia None, gpus ()."""
 
@@ -137,6 +180,7 @@ class HostFacts:
     host_kind: HostKind = field(default_factory=lambda: HostKind(kind="linux", evidence="default"))
     # The training backend the node is for: detection cannot see it, a saved host file may say it.
     backend: str | None = None
+    accelerators: tuple[Accelerator, ...] = ()
 
     def to_json(self) -> str:
         """Serialise as the documented `detect --json` object."""
@@ -181,13 +225,16 @@ def host_from_data(data: object, where: str) -> HostFacts:
     doc: dict[str, Any] = data
     if doc.get("command") == "detect" and isinstance(doc.get("data"), dict):
         doc = doc["data"]  # `detect --json` as printed (the envelope); the bare object also works
-    if doc.get("schema") != SCHEMA:
+    if doc.get("schema") not in READABLE_SCHEMAS:
         raise BadInputError(
-            f"host file {shown}: schema {one_line(repr(doc.get('schema')))} is not {SCHEMA} "
+            f"host file {shown}: schema {one_line(repr(doc.get('schema')))} is not one of "
+            f"{', '.join(map(str, READABLE_SCHEMAS))} "
             "(make it with `verl-setup detect --json`)"
         )
     builder = Builder(where)
     facts = builder.build(HostFacts, doc, "", 0)
     if facts is None:
         raise BadInputError(f"host file {one_line(builder.problems[0])}")
-    return facts
+    return dataclasses.replace(
+        facts, schema=SCHEMA
+    )  # a schema-1 file is read as schema 2 with no accelerators

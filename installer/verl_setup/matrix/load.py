@@ -255,6 +255,8 @@ def _check_rows(rows_file: RowsFile, rules: CudaRules, file: str) -> list[str]: 
             needed.add("requires.compute_capability")
         if row.overrides:
             needed.add("overrides")
+        if row.requires.accelerator:  # an Ascend/ROCm row says where its chips and toolkit come from
+            needed |= {"requires.chips", "requires.toolkit"}
         if row.no_deps:
             needed.add("no_deps")
         if row.sources:

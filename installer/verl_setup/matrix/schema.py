@@ -79,6 +79,10 @@ class Requires:
     driver: DriverRequirement | None
     compute_capability: CcRange | None
     gpu: bool = True
+    # Ascend/AMD rows (plan/accelerator.py): family, chip families or gfx targets, CANN/ROCm tested.
+    accelerator: Literal["ascend", "rocm"] | None = None
+    chips: tuple[Name, ...] = ()
+    toolkit: Ver | None = None
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -165,6 +169,8 @@ class Row:
             default = f.default_factory() if f.default_factory is not dataclasses.MISSING else f.default
             if f.name in data and default is not dataclasses.MISSING and getattr(self, f.name) == default:
                 data.pop(f.name)
+        for key in [k for k in ("accelerator", "chips", "toolkit") if not data["requires"].get(k)]:
+            data["requires"].pop(key)
         blob = json.dumps(data, sort_keys=True, separators=(",", ":")).encode()
         return hashlib.sha256(blob).hexdigest()
 
@@ -281,6 +287,7 @@ class SdistAllowance:
 
     versions: tuple[str, ...]
     reason: str
+    pinned_only: bool = False  # only for rows that pin it, not as every row's transitive dependency
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -307,7 +314,8 @@ class RowsFile:
         return tuple(
             name
             for name, allowed in self.sdists.items()
-            if name not in row.packages or row.packages[name] in allowed.versions
+            if (name not in row.packages and not allowed.pinned_only)
+            or row.packages.get(name) in allowed.versions
         )
 
     def from_index(self, row: Row) -> list[str]:

@@ -6,6 +6,7 @@ from packaging.version import Version
 
 from verl_setup.matrix.load import Matrix
 from verl_setup.matrix.schema import Row
+from verl_setup.plan import accelerator
 from verl_setup.plan.target import GpuSpec, Target
 from verl_setup.util.versions import DriverVersion, fmt, parse_minor
 
@@ -49,6 +50,9 @@ def host_reasons(row: Row, target: Target, matrix: Matrix) -> list[str]:
     glibc = target.glibc.value
     if glibc and version_tuple(glibc) < version_tuple(req.glibc):
         reasons.append(f"glibc >= {req.glibc} needed, host has {glibc}{_floor_set_by(row, matrix)}")
+    on_accelerator = accelerator.reasons(row, target.accelerator.value, target.engine.value)
+    if on_accelerator is not None:
+        return reasons + on_accelerator
     has_gpu = target.driver.value is not None or bool(target.gpus.value)
     if not req.gpu:
         if has_gpu and target.engine.value != "none":

@@ -12,6 +12,7 @@ from verl_setup.matrix.closure import Closure
 from verl_setup.matrix.load import Matrix
 from verl_setup.matrix.proof import rank
 from verl_setup.matrix.schema import Row, Unfit
+from verl_setup.plan.accelerator import no_row_words as accelerator_no_row
 from verl_setup.plan.fit import (
     driver_floor,
     driver_reasons,
@@ -96,9 +97,14 @@ def select(target: Target, matrix: Matrix) -> Plan:
             rejected.append(rejection)
     unfit = _unfit_for(target, matrix)
     if not fitting:
-        raise NoCompatibleRowError(
-            _no_fit_message(rejected, matrix, unfit), data=_no_fit_data(target, rejected, matrix, unfit)
-        )
+        message = _no_fit_message(rejected, matrix, unfit)
+        if (accel := target.accelerator.value) is not None:
+            head = accelerator_no_row(accel, matrix.rows)
+            # no row of its family at all: the NVIDIA rows are no "nearest" change
+            mine = {r.id for r in matrix.rows if r.requires.accelerator == accel.family}
+            why = "; ".join(f"{r.id}: {', '.join(r.reasons)}" for r in rejected if r.id in mine)
+            message = head + f"None fits: {why}" if mine else head.rstrip()
+        raise NoCompatibleRowError(message, data=_no_fit_data(target, rejected, matrix, unfit))
     order = {row.id: i for i, row in enumerate(matrix.rows)}
     fitting.sort(key=lambda r: (-rank(matrix.proof_of(r)[0]), -_release(r.verl.version), order[r.id]))
     chosen, others = fitting[0], fitting[1:]

@@ -6,6 +6,7 @@ Precedence is applied here and only here; each value keeps the name of where it 
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -14,6 +15,7 @@ from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from verl_setup.errors import BadInputError, NoCompatibleRowError
 from verl_setup.matrix.cuda import CudaRules
+from verl_setup.plan import accelerator as accel
 from verl_setup.plan.anchors import anchor_driver
 from verl_setup.util.versions import DriverVersion, fmt, parse_count, parse_minor, parse_python, shown
 from verl_setup.util.vocab import BACKEND_NAMES, ENGINE_NAMES, POLICIES, BackendName, Policy
@@ -61,6 +63,9 @@ class Request:
     backend: str | None = None
     policy: str | None = None
     host_file: Path | None = None
+    npu: str | None = None  # Ascend chip family (910B); --cann and --rocm: the toolkit on the target
+    cann: str | None = None
+    rocm: str | None = None
     # A team config's values (commands/team_config.py), below the VERL_SETUP_* variables.
     config: Mapping[str, str] = field(default_factory=dict)
     config_source: str = ""
@@ -86,6 +91,8 @@ class Target:
     local: bool = False
     # CUDA toolkits on the target as (path, version): rendering points CUDA_HOME at a match.
     cuda_toolkits: tuple[tuple[str, str], ...] = field(default=())
+    # An Ascend NPU or AMD GPU target (plan/accelerator.py); None on NVIDIA and CPU machines.
+    accelerator: Fact[accel.AcceleratorTarget | None] = field(default=Fact(None, "none"))
 
     def facts_json(self) -> dict[str, Any]:
         """The facts as `{name: {value, source}}` for `plan --json`."""
@@ -97,6 +104,13 @@ class Target:
                 return fmt(value)
             if isinstance(value, tuple):
                 return [{"name": g.name, "compute_capability": g.compute_capability} for g in value]
+            if isinstance(value, accel.AcceleratorTarget):
+                return {
+                    "family": value.family,
+                    "name": value.name,
+                    "chip": value.chip,
+                    "toolkit": value.toolkit,
+                }
             return value
 
         names = (
@@ -110,6 +124,7 @@ class Target:
             "engine",
             "backend",
             "policy",
+            "accelerator",
         )
         return {n: {"value": plain(getattr(self, n).value), "source": getattr(self, n).source} for n in names}
 
@@ -131,6 +146,7 @@ def build_target(
 ) -> Target:
     """Merge flags, VERL_SETUP_* variables, a host file and (only if needed) live detection."""
     host, host_source = _host_for(request, env, detect, load_host)
+    accelerator = Fact(*accel.target_fact(request, env, host, host_source))
 
     def pick(flag: str | None, flag_name: str, env_name: str) -> tuple[str | None, str]:
         if flag is not None:
@@ -168,6 +184,8 @@ def build_target(
     else:
         driver = Fact(None, f"{host_source} (no NVIDIA driver)" if host else "not given")
 
+    if accelerator.value is not None:  # Ascend/AMD names are no NVIDIA GPUs: never asked for --sm
+        request = dataclasses.replace(request, gpus=accel.nvidia_names(request.gpus))
     gpus = _gpus(
         request,
         env=env,
@@ -225,6 +243,7 @@ def build_target(
         host_pythons=host.pythons if host else (),
         local=host_source == "detected",
         cuda_toolkits=tuple((t.path, t.version) for t in host.cuda_toolkits if t.version) if host else (),
+        accelerator=accelerator,
     )
 
 
@@ -240,8 +259,9 @@ def _host_for(
         return load_host(host_file), f"host file {host_file}"
     # Flags that describe a GPU node mean "plan for another machine": this machine's own
     # glibc, CPU and GPUs must not leak into that plan, so detection is skipped.
-    flags = (request.driver, request.gpus, request.sm)
-    if any(flags) or any(env.get(f"VERL_SETUP_{n}") for n in ("DRIVER", "GPU", "SM")):
+    flags = (request.driver, request.gpus, request.sm, request.npu, request.cann, request.rocm)
+    names = ("DRIVER", "GPU", "SM", "NPU", "CANN", "ROCM")
+    if any(flags) or any(env.get(f"VERL_SETUP_{n}") for n in names):
         return None, "not given"
     return detect(), "detected"
 

@@ -18,6 +18,7 @@ from verl_setup.errors import BadInputError
 from verl_setup.plan.recipe import Choice, Recipe, build_recipe
 from verl_setup.plan.select import Plan
 from verl_setup.render import quoting
+from verl_setup.render.accelerator import accelerator_values
 from verl_setup.render.uv_project import Project, project
 from verl_setup.render.values import Container, EnvVar, environment, forward_compat, nvidia_require_cuda
 from verl_setup.scripts.import_probe import CHILD as PROBE_CODE
@@ -197,6 +198,7 @@ def context(plan: Plan, options: RenderOptions) -> dict[str, Any]:
         "venv": options.venv,
         "namespace": options.namespace,
         "loopback": options.head_ip.startswith("127.") or options.head_ip == "localhost",
+        "accel": accelerator_values(row.requires.accelerator),
     }
 
 

@@ -28,7 +28,17 @@ HostKindName = Literal["linux", "wsl", "jetson"]
 HOST_KINDS: tuple[HostKindName, ...] = get_args(HostKindName)
 
 CheckId = Literal[
-    "python", "cuda", "ray", "collective", "hf-cache", "gpu-memory", "memory", "fit", "engine-env", "launch"
+    "python",
+    "cuda",
+    "ray",
+    "collective",
+    "hf-cache",
+    "gpu-memory",
+    "memory",
+    "fit",
+    "engine-env",
+    "launch",
+    "accelerator",
 ]
 CHECK_IDS: tuple[CheckId, ...] = get_args(CheckId)
 
