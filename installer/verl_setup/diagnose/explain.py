@@ -12,7 +12,7 @@ from verl_setup.diagnose.explain_accel import EXPLAINERS as ACCELERATOR_EXPLAINE
 from verl_setup.diagnose.explain_accel import cann_missing
 from verl_setup.diagnose.explain_cluster import nccl_connect, nccl_timeout, resource_wait, worker_died
 from verl_setup.diagnose.explain_memory import cuda_oom, kernel_oom, kv_cache, ray_memory
-from verl_setup.diagnose.explain_runtime import crash_signal, gpu_memory_busy, hccl, nccl_error, ray_gcs
+from verl_setup.diagnose.explain_runtime import crash_signal, gpu_memory_busy, nccl_error, ray_gcs
 from verl_setup.diagnose.finding import Finding, evidence_of
 from verl_setup.diagnose.rules import BY_ID, ClassId
 from verl_setup.diagnose.scan import Hit
@@ -102,7 +102,7 @@ def explain(
         "ray-memory-monitor": ray_memory, "kernel-oom": kernel_oom,
         "kv-cache-memory": kv_cache, "nccl-connect": nccl_connect, "resource-wait": resource_wait,
         "hydra": hydra, "import-error": import_error, "ray-gcs": ray_gcs, "gpu-memory-busy": gpu_memory_busy,
-        "crash-signal": crash_signal, "hccl": hccl, "nccl-error": nccl_error, **ACCELERATOR_EXPLAINERS,
+        "crash-signal": crash_signal, "nccl-error": nccl_error, **ACCELERATOR_EXPLAINERS,
     }  # fmt: skip
     if cls == "cuda-oom":
         return cuda_oom(hits, (context or {}).get("launch-line", ()))

@@ -1,5 +1,5 @@
 """Run-time classes a launch meets after it starts: a Ray head that is not there (GCS), a GPU that is
-already busy when vLLM starts, a native crash signal, Ascend's HCCL and NCCL's system errors. Each
+already busy when vLLM starts, a native crash signal and NCCL's system errors. Each
 with the figures its line printed, and what to change."""
 
 from __future__ import annotations
@@ -170,33 +170,6 @@ def _stack_top(hit: Hit) -> dict[str, str]:
     return found
 
 
-_HCCL_CALL = re.compile(r"\b(?P<call>[hH]ccl[A-Z]\w+)")
-_HCCL_CODE = re.compile(r"error code is (?P<code>\d+)|fail(?:ed)?, error:(?P<code2>\d+)")
-
-
-def hccl(hits: Sequence[Hit]) -> Finding:
-    """Ascend's HCCL could not build its communicator."""
-    facts: dict[str, str] = {}
-    for hit in hits:
-        if (m := _HCCL_CODE.search(hit.text)) and "code" not in facts:
-            facts["code"] = m["code"] or m["code2"]
-        if (c := _HCCL_CALL.search(hit.text)) and "call" not in facts:
-            facts["call"] = c["call"]
-    code = facts.get("code", "?")
-    summary = (
-        f"Ascend's HCCL could not create its communicator ({facts.get('call', 'HCCL')} error code {code}): "
-        "the NPUs could not reach each other"
-    )
-    remedy = (
-        "verl-setup's matrix has no Ascend (torch_npu / CANN) row: install from vllm-ascend's and verl's "
-        "Ascend guides, with the versions they pin together",
-        "on several nodes: HCCL_IF_IP (or HCCL_SOCKET_IFNAME) naming the interface that routes between "
-        "them, the same CANN on every node, and HCCL_CONNECT_TIMEOUT raised if the nodes start far apart",
-        "on one node: ASCEND_RT_VISIBLE_DEVICES must name devices that exist and are free "
-        "(`npu-smi info`); the EE9999 lines under the error name the failing call",
-    )
-    return Finding(cls="hccl", tier=0, summary=summary, evidence=evidence_of(hits), remedy=remedy,
-                   facts=facts)  # fmt: skip
 
 
 _NCCL_VERSION = re.compile(r"NCCL version (?P<version>[\d.]+)")

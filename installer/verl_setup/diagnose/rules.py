@@ -26,7 +26,6 @@ ClassId = Literal[
     "kv-cache-memory",
     "cuda-oom",
     "crash-signal",
-    "hccl",
     "nccl-connect",
     "nccl-error",
     "nccl-timeout",
@@ -135,12 +134,6 @@ RULES: tuple[Rule, ...] = (
         anchors=(b"received at time", b"rror"),
     ),
     Rule(
-        id="hccl",
-        tier=0,
-        trigger=r"HCCL function error|HcclCommInitRootInfo(?:Config)? fail",
-        anchors=(b"rror", b"HcclComm"),
-    ),
-    Rule(
         id="nccl-connect",
         tier=0,
         trigger=r"socketStartConnect: Connect to |Connect to \S+<\d+> failed|socketPollConnect",
@@ -180,8 +173,8 @@ RULES: tuple[Rule, ...] = (
         tier=0,
         # torch_npu's "HCCL function error: hcclCommInitRootInfoConfig(...), error code is N" and
         # CANN's own "HcclCommInitRootInfo failed" (tests/fixtures/diagnose/SOURCES.md).
-        trigger=r"HCCL function error: hcclCommInitRootInfo|HcclCommInitRootInfo failed",
-        anchors=(b"hcclCommInitRootInfo", b"HcclCommInitRootInfo"),
+        trigger=r"HCCL function error|HcclCommInitRootInfo(?:Config)? fail",
+        anchors=(b"rror", b"HcclComm"),
     ),
     Rule(
         id="npu-oom",
