@@ -1,4 +1,10 @@
-"""`verl-setup matrix check`: re-resolve rows today, compare with their baseline, exit 5 on a regression."""
+"""`verl-setup matrix check`: re-resolve rows today, compare with their baseline.
+
+Exit codes: 0 every row still installs as the matrix says, drift included (newer releases inside
+the pins' ranges, a dependency added or dropped, a re-upload: reported, never a failure); 5 a
+regression (a row no longer resolves, a pin or a baseline distribution yanked or deleted, a
+package installed last gone, a glibc floor above the row's); 4 the index could not be reached.
+Drift is said apart from regressions (`drifted` in --json)."""
 
 from __future__ import annotations
 
@@ -29,6 +35,8 @@ def text(results: Sequence[RowCheck]) -> str:
         if r.floor_above:
             lines.append(f"    glibc floor above the row: {r.floor_above} (regression)")
         lines.extend(f"    {y}" for y in r.yanked)
+        lines.extend(f"    installed last: {x}" for x in r.loose)
+        lines.extend(f"    installed last: {x} (regression)" for x in r.loose_gone)
         # Drift inside the ranges is the common case (dozens a month): one line for all of it.
         newer = [m for m in r.moved if m.why.startswith("a newer release")]
         for m in r.moved:
@@ -77,13 +85,21 @@ def command(
         if updates:
             progress.say(f"recorded {len(updates)} resolutions in {record_resolved(matrix.path, updates)}")
     regressed = [r.row for r in results if r.regressed]
+    drifted = [r.row for r in results if r.drifted]
+    if drifted and not json_out:
+        progress.say(f"drift, not a failure: {len(drifted)} rows resolve differently ({', '.join(drifted)})")
     error = (
         CheckFailedError(f"{len(regressed)} of {len(results)} rows regressed: {', '.join(regressed)}")
         if regressed
         else None
     )
     if json_out:
-        data = {"rows": [r.to_json() for r in results], "regressed": regressed, "seconds": seconds}
+        data = {
+            "rows": [r.to_json() for r in results],
+            "regressed": regressed,
+            "drifted": drifted,
+            "seconds": seconds,
+        }
         emit(out, "matrix check", data, error)
     else:
         out.write(text(results))
