@@ -39,6 +39,7 @@ complete -c verl-setup -n '__fish_seen_subcommand_from plan' -l verl
 complete -c verl-setup -n '__fish_seen_subcommand_from plan' -l engine -x -a 'vllm sglang none'
 complete -c verl-setup -n '__fish_seen_subcommand_from plan' -l backend -x -a 'fsdp megatron'
 complete -c verl-setup -n '__fish_seen_subcommand_from plan' -l policy -x -a 'compat strict forward'
+complete -c verl-setup -n '__fish_seen_subcommand_from plan' -l prefer -x -a 'whole order'
 complete -c verl-setup -n '__fish_seen_subcommand_from plan' -l row
 complete -c verl-setup -n '__fish_seen_subcommand_from plan' -l matrix
 complete -c verl-setup -n '__fish_seen_subcommand_from plan' -l build
@@ -146,6 +147,7 @@ complete -c verl-setup -n '__fish_seen_subcommand_from render' -l verl
 complete -c verl-setup -n '__fish_seen_subcommand_from render' -l engine -x -a 'vllm sglang none'
 complete -c verl-setup -n '__fish_seen_subcommand_from render' -l backend -x -a 'fsdp megatron'
 complete -c verl-setup -n '__fish_seen_subcommand_from render' -l policy -x -a 'compat strict forward'
+complete -c verl-setup -n '__fish_seen_subcommand_from render' -l prefer -x -a 'whole order'
 complete -c verl-setup -n '__fish_seen_subcommand_from render' -l row
 complete -c verl-setup -n '__fish_seen_subcommand_from render' -l matrix
 complete -c verl-setup -n '__fish_seen_subcommand_from render' -s v
@@ -194,6 +196,7 @@ complete -c verl-setup -n '__fish_seen_subcommand_from build' -l verl
 complete -c verl-setup -n '__fish_seen_subcommand_from build' -l engine -x -a 'vllm sglang none'
 complete -c verl-setup -n '__fish_seen_subcommand_from build' -l backend -x -a 'fsdp megatron'
 complete -c verl-setup -n '__fish_seen_subcommand_from build' -l policy -x -a 'compat strict forward'
+complete -c verl-setup -n '__fish_seen_subcommand_from build' -l prefer -x -a 'whole order'
 complete -c verl-setup -n '__fish_seen_subcommand_from build' -l row
 complete -c verl-setup -n '__fish_seen_subcommand_from build' -l matrix
 complete -c verl-setup -n '__fish_seen_subcommand_from build' -s v
@@ -234,6 +237,7 @@ complete -c verl-setup -n '__fish_seen_subcommand_from install' -l verl
 complete -c verl-setup -n '__fish_seen_subcommand_from install' -l engine -x -a 'vllm sglang none'
 complete -c verl-setup -n '__fish_seen_subcommand_from install' -l backend -x -a 'fsdp megatron'
 complete -c verl-setup -n '__fish_seen_subcommand_from install' -l policy -x -a 'compat strict forward'
+complete -c verl-setup -n '__fish_seen_subcommand_from install' -l prefer -x -a 'whole order'
 complete -c verl-setup -n '__fish_seen_subcommand_from install' -l row
 complete -c verl-setup -n '__fish_seen_subcommand_from install' -l matrix
 complete -c verl-setup -n '__fish_seen_subcommand_from install' -s v
@@ -263,6 +267,7 @@ complete -c verl-setup -n '__fish_seen_subcommand_from lock' -l verl
 complete -c verl-setup -n '__fish_seen_subcommand_from lock' -l engine -x -a 'vllm sglang none'
 complete -c verl-setup -n '__fish_seen_subcommand_from lock' -l backend -x -a 'fsdp megatron'
 complete -c verl-setup -n '__fish_seen_subcommand_from lock' -l policy -x -a 'compat strict forward'
+complete -c verl-setup -n '__fish_seen_subcommand_from lock' -l prefer -x -a 'whole order'
 complete -c verl-setup -n '__fish_seen_subcommand_from lock' -l row
 complete -c verl-setup -n '__fish_seen_subcommand_from lock' -l matrix
 complete -c verl-setup -n '__fish_seen_subcommand_from lock' -s v
@@ -294,6 +299,7 @@ complete -c verl-setup -n '__fish_seen_subcommand_from bundle' -l verl
 complete -c verl-setup -n '__fish_seen_subcommand_from bundle' -l engine -x -a 'vllm sglang none'
 complete -c verl-setup -n '__fish_seen_subcommand_from bundle' -l backend -x -a 'fsdp megatron'
 complete -c verl-setup -n '__fish_seen_subcommand_from bundle' -l policy -x -a 'compat strict forward'
+complete -c verl-setup -n '__fish_seen_subcommand_from bundle' -l prefer -x -a 'whole order'
 complete -c verl-setup -n '__fish_seen_subcommand_from bundle' -l row
 complete -c verl-setup -n '__fish_seen_subcommand_from bundle' -l matrix
 complete -c verl-setup -n '__fish_seen_subcommand_from bundle' -s v
@@ -341,6 +347,7 @@ complete -c verl-setup -n '__fish_seen_subcommand_from build' -l verl
 complete -c verl-setup -n '__fish_seen_subcommand_from build' -l engine -x -a 'vllm sglang none'
 complete -c verl-setup -n '__fish_seen_subcommand_from build' -l backend -x -a 'fsdp megatron'
 complete -c verl-setup -n '__fish_seen_subcommand_from build' -l policy -x -a 'compat strict forward'
+complete -c verl-setup -n '__fish_seen_subcommand_from build' -l prefer -x -a 'whole order'
 complete -c verl-setup -n '__fish_seen_subcommand_from build' -l row
 complete -c verl-setup -n '__fish_seen_subcommand_from build' -l matrix
 complete -c verl-setup -n '__fish_seen_subcommand_from build' -s v
@@ -410,6 +417,7 @@ complete -c verl-setup -n '__fish_seen_subcommand_from report' -l verl
 complete -c verl-setup -n '__fish_seen_subcommand_from report' -l engine -x -a 'vllm sglang none'
 complete -c verl-setup -n '__fish_seen_subcommand_from report' -l backend -x -a 'fsdp megatron'
 complete -c verl-setup -n '__fish_seen_subcommand_from report' -l policy -x -a 'compat strict forward'
+complete -c verl-setup -n '__fish_seen_subcommand_from report' -l prefer -x -a 'whole order'
 complete -c verl-setup -n '__fish_seen_subcommand_from report' -l row
 complete -c verl-setup -n '__fish_seen_subcommand_from report' -l matrix
 complete -c verl-setup -n '__fish_seen_subcommand_from report' -s v
