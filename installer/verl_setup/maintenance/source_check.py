@@ -180,8 +180,8 @@ def check_source(  # one pass over worlds, packages, files and promises
                     file_url, _, fragment = link.partition("#")
                     filename = file_url.rsplit("/", 1)[-1]
                     sha = fragment.removeprefix("sha256=") if fragment.startswith("sha256=") else None
-                    for key in _tags(filename, name, version) or ():
-                        found.setdefault(key, (filename, sha))
+                    for py_arch in _tags(filename, name, version) or ():
+                        found.setdefault(py_arch, (filename, sha))
                 listed = {
                     (py, arch)
                     for s in promised
@@ -190,8 +190,7 @@ def check_source(  # one pass over worlds, packages, files and promises
                     for arch in s.arch
                 }
                 for python, arch in sorted(listed | set(found)):
-                    key = wheel_key(world, name, version, python, arch)
-                    was = old.get(key)
+                    was = old.get(wheel_key(world, name, version, python, arch))
                     common = {
                         "source": source.id,
                         "world": world,
