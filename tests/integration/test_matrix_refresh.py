@@ -337,3 +337,32 @@ def test_drift_alone_exits_0_and_is_said_apart_from_regressions(
     help_text = cli("matrix", "check", "--help", env=env).stdout
     assert "Exit 0" in help_text
     assert "Exit 5: a regression" in help_text
+
+
+def test_propose_searches_the_lowest_glibc_at_which_a_candidate_resolves(
+    index: LocalIndex, matrix: Path, tmp_path: Path
+) -> None:
+    """Installs are binary-only: an engine whose dependency publishes only manylinux_2_31 wheels
+    (as vLLM's llguidance 1.7.x) does not resolve at torch's manylinux_2_28, so propose raises the
+    floor to the lowest that resolves and records the floor its wheels need (as `matrix prove`)."""
+    publish_newer(index)
+    for tag in ("cp311-cp311-manylinux_2_31_x86_64", "cp312-cp312-manylinux_2_31_x86_64"):
+        index.upload("llguide", "1.7.6", date="2026-03-21", tag=tag)
+    index.upload(
+        "vllm",
+        "1.2.1",
+        date="2026-03-22",
+        headers=("Requires-Python: >=3.10",),
+        requires=("torch==2.10.0", "flashinfer-python==0.4.0", "transformers>=4.50", "llguide>=1.7,<1.8"),
+    )
+    env = env_for(index, tmp_path)
+    data = run_json("matrix", "propose", "--matrix", str(matrix), env=env)
+    by_id = {c["row"]["id"]: c for c in data["candidates"]}
+    raised = by_id["verl1.1-vllm1.2.1"]
+    assert raised["row"]["requires"]["glibc"] == "2.31"
+    assert "llguide" in raised["resolved"]["3.11 x86_64-manylinux_2_28"]
+    assert raised["resolved"]["3.11 x86_64-manylinux_2_31"] == "ok"
+    assert raised["resolved"]["3.12 x86_64-manylinux_2_31"] == "ok"
+    assert raised["row"]["python"]["supported"] == ["3.11", "3.12"]
+    assert "set by llguide 1.7.6 (manylinux_2_31)" in raised["row"]["evidence"]["requires.glibc"]
+    assert by_id["verl1.1-vllm1.2.0"]["row"]["requires"]["glibc"] == "2.28"  # unchanged where it resolves
