@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import shutil
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -53,7 +54,7 @@ def record(rows: Path, date: str) -> None:
     record_seen(rows, updates)
 
 
-def plan(rows: Path, *flags: str) -> dict[str, object]:
+def plan(rows: Path, *flags: str) -> dict[str, Any]:
     result = cli("plan", *H100, "--matrix", str(rows), "--json", *flags, env=None)
     assert result.returncode == 0, result.stderr
     return json_data(result.stdout)
