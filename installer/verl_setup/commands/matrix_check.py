@@ -17,7 +17,7 @@ from verl_setup.environment.uv import uv_env
 from verl_setup.errors import CheckFailedError, InstallError, VerlSetupError
 from verl_setup.maintenance.check import RowCheck, check_row, default_index, indexes_for
 from verl_setup.maintenance.resolved import load_resolved, record_resolved
-from verl_setup.maintenance.source_check import SourceCheck, check_source, checkable
+from verl_setup.maintenance.source_check import SourceCheck, check_source, checkable, worlds_of
 from verl_setup.matrix.load import Matrix
 from verl_setup.matrix.proof import today
 from verl_setup.matrix.schema import Row
@@ -75,6 +75,8 @@ def check_sources(
 
     seen, date, checks = load_seen(matrix.path), today(), []
     for source in checkable(matrix.rows_file):
+        if rows is not None and not worlds_of(source, rows):
+            continue  # none of the named rows takes a wheel from it
         say(f"wheel source {source.id}: reading its worlds")
         checks.append(check_source(source, seen.get(source.id), today=date, links=wheel_links, rows=rows))
     if record:
