@@ -47,8 +47,8 @@ fits, 4 install or lock failed, 5 a check failed, 130 interrupted. With --json, 
 envelope {schema, command, ok, error, data} on failure too (schemas in verl_setup/schemas/).
 
 environment: VERL_SETUP_DRIVER, _GPU, _SM, _GPU_COUNT, _NO_GPU, _NPU, _CANN, _ROCM, _PYTHON,
-_VERL, _ENGINE, _BACKEND, _POLICY, _ARCH, _GLIBC, _HOST, _MATRIX (below flags, above a team config,
-a host file and detection); VERL_SETUP_WHEEL_SOURCES (as --wheel-source, comma-separated);
+_VERL, _ENGINE, _BACKEND, _POLICY, _PREFER, _ARCH, _GLIBC, _HOST, _MATRIX (below flags, above a team
+config, a host file and detection); VERL_SETUP_WHEEL_SOURCES (as --wheel-source, comma-separated);
 UV_CUDA_DRIVER_VERSION and CONDA_OVERRIDE_CUDA override the detected driver;
 VERL_SETUP_CACHE_DIR holds the parsed matrix (else $XDG_CACHE_HOME/verl-setup, ~/.cache/...);
 VERL_SETUP_DEBUG=1 shows tracebacks; `matrix prove` and `matrix check` skip the rows whose torch

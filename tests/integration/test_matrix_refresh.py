@@ -285,3 +285,84 @@ def test_an_unreachable_index_is_exit_4_not_a_regression_and_a_bad_date_is_exit_
         2,
         "verl-setup: error: --since '2026-13-01': give a date as YYYY-MM-DD",
     )
+
+
+# A row with a bridge installed last without its dependencies (whose own Requires-Dist conflicts
+# with the row, as megatron-bridge 0.5.0's flashinfer pin does) and one from a direct reference.
+LOOSE_ROW = ROW.replace(
+    '      transformers: "4.55.0"\n',
+    '      transformers: "4.55.0"\n      bridge: "0.5.0"\n      gitbridge: "0.1.0"\n'
+    "    no_deps: [bridge, gitbridge]\n"
+    '    sources: {gitbridge: "git+https://127.0.0.1:9/gitbridge.git@641a5a0"}\n',
+).replace(
+    '      requires.glibc: "test fixture: manylinux_2_28 torch wheels"\n',
+    '      requires.glibc: "test fixture: manylinux_2_28 torch wheels"\n'
+    '      bridge: "test fixture: its own pins conflict with the row"\n'
+    '      gitbridge: "test fixture: a git source"\n'
+    '      no_deps: "test fixture: installed last without dependencies"\n'
+    '      sources: "test fixture: unreachable git"\n',
+)
+
+
+def test_check_leaves_no_deps_and_sources_packages_to_the_last_step_as_lock_does(
+    index: LocalIndex, matrix: Path, tmp_path: Path
+) -> None:
+    index.upload("bridge", "0.5.0", date="2026-01-25", requires=("flashinfer-python==0.2.9",))
+    matrix.write_text(LOOSE_ROW)
+    env = env_for(index, tmp_path)
+    row = check(matrix, env)  # resolved with its deps, the bridge's flashinfer pin would conflict
+    assert (row["status"], row["regressed"]) == ("resolves", False)
+    assert row["installed_last"] == [
+        "bridge==0.5.0: on the index, installed last without its dependencies",
+        "gitbridge: git+https://127.0.0.1:9/gitbridge.git@641a5a0, a direct reference installed last "
+        "(not fetched here)",
+    ]
+    # The deps-free pin gone from the index is a regression, as the lock's `then:` step would fail.
+    index.delete("bridge-0.5.0-py3-none-any.whl")
+    gone = check(matrix, env, 5)
+    assert gone["installed_last_gone"] == [
+        "bridge==0.5.0 is not on the index (installed last without dependencies)"
+    ]
+
+
+def test_drift_alone_exits_0_and_is_said_apart_from_regressions(
+    index: LocalIndex, matrix: Path, tmp_path: Path
+) -> None:
+    env = env_for(index, tmp_path)
+    check(matrix, env, 0, "--record")
+    index.upload("tokenizers", "0.22.0", date="2026-04-01")
+    data = run_json("matrix", "check", "--matrix", str(matrix), env=env, code=0)
+    assert (data["drifted"], data["regressed"]) == (["verl1.0-vllm1.1.0"], [])
+    assert data["rows"][0]["drifted"] is True
+    help_text = cli("matrix", "check", "--help", env=env).stdout
+    assert "Exit 0" in help_text
+    assert "Exit 5: a regression" in help_text
+
+
+def test_propose_searches_the_lowest_glibc_at_which_a_candidate_resolves(
+    index: LocalIndex, matrix: Path, tmp_path: Path
+) -> None:
+    """Installs are binary-only: an engine whose dependency publishes only manylinux_2_31 wheels
+    (as vLLM's llguidance 1.7.x) does not resolve at torch's manylinux_2_28, so propose raises the
+    floor to the lowest that resolves and records the floor its wheels need (as `matrix prove`)."""
+    publish_newer(index)
+    for tag in ("cp311-cp311-manylinux_2_31_x86_64", "cp312-cp312-manylinux_2_31_x86_64"):
+        index.upload("llguide", "1.7.6", date="2026-03-21", tag=tag)
+    index.upload(
+        "vllm",
+        "1.2.1",
+        date="2026-03-22",
+        headers=("Requires-Python: >=3.10",),
+        requires=("torch==2.10.0", "flashinfer-python==0.4.0", "transformers>=4.50", "llguide>=1.7,<1.8"),
+    )
+    env = env_for(index, tmp_path)
+    data = run_json("matrix", "propose", "--matrix", str(matrix), env=env)
+    by_id = {c["row"]["id"]: c for c in data["candidates"]}
+    raised = by_id["verl1.1-vllm1.2.1"]
+    assert raised["row"]["requires"]["glibc"] == "2.31"
+    assert "llguide" in raised["resolved"]["3.11 x86_64-manylinux_2_28"]
+    assert raised["resolved"]["3.11 x86_64-manylinux_2_31"] == "ok"
+    assert raised["resolved"]["3.12 x86_64-manylinux_2_31"] == "ok"
+    assert raised["row"]["python"]["supported"] == ["3.11", "3.12"]
+    assert "set by llguide 1.7.6 (manylinux_2_31)" in raised["row"]["evidence"]["requires.glibc"]
+    assert by_id["verl1.1-vllm1.2.0"]["row"]["requires"]["glibc"] == "2.28"  # unchanged where it resolves

@@ -149,6 +149,16 @@ def test_an_aarch64_host_gets_an_aarch64_row_and_never_an_x86_one() -> None:
     assert all("platform x86_64 needed, host is aarch64" in r.reasons for r in x86)
 
 
+def test_a_gb10_dgx_spark_on_driver_580_gets_an_aarch64_row() -> None:
+    """Compute capability 12.1 runs the sm_120 builds (same-major forward compatibility; audit
+    2026-12-c E2): the aarch64 rows take it, and their evidence says so."""
+    plan = plan_for(host(driver="580.95.05", gpus=(("NVIDIA GB10", "12.1"),), arch="aarch64", glibc="2.39"))
+    assert plan.row.id == "verl0.9-vllm0.24.0-aarch64"
+    assert "sm_121 (GB10, DGX Spark)" in plan.row.evidence["requires.compute_capability"]
+    by_name = plan_for(host(driver="580.95.05", gpus=(("GB10", None),), arch="aarch64", glibc="2.39"))
+    assert by_name.row.id == "verl0.9-vllm0.24.0-aarch64"
+
+
 def test_an_aarch64_host_below_the_sglang_wheels_glibc_is_refused_for_sglang() -> None:
     with pytest.raises(NoCompatibleRowError, match=r"glibc >= 2\.34 needed, host has 2\.28"):
         plan_for(

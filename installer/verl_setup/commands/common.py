@@ -30,6 +30,7 @@ def plan_inputs(args: argparse.Namespace) -> PlanInputs:
         engine=args.engine,
         backend=args.backend,
         policy=args.policy,
+        prefer=getattr(args, "prefer", None),
         host_file=args.host,
         npu=getattr(args, "npu", None),
         cann=getattr(args, "cann", None),

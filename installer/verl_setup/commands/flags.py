@@ -9,7 +9,7 @@ import argparse
 from collections.abc import Callable
 from pathlib import Path
 
-from verl_setup.util.vocab import BACKEND_NAMES, ENGINE_NAMES, POLICIES
+from verl_setup.util.vocab import BACKEND_NAMES, ENGINE_NAMES, POLICIES, PREFERENCES
 
 
 def whole(what: str, maximum: int) -> Callable[[str], int]:
@@ -44,6 +44,11 @@ def add_plan_flags(p: argparse.ArgumentParser) -> None:
     g.add_argument(
         "--policy", choices=POLICIES,
         help="driver policy (default compat; forward: CUDA forward compatibility in the image)",
+    )  # fmt: skip
+    g.add_argument(
+        "--prefer", choices=PREFERENCES,
+        help="among rows equally proven with the same verl: whole (default) takes one whose packages "
+        "built against torch all come as wheels from an enabled wheel source; order: matrix order",
     )  # fmt: skip
     g.add_argument(
         "--row",

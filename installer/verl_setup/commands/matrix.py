@@ -39,13 +39,28 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     prove.add_argument("--no-record", action="store_true", help="do not write proof.yaml")
     prove.set_defaults(run=run_prove)
     check_p = msub.add_parser(
-        "check", help="re-resolve rows against the index today; what moved and why (exit 5: a regression)"
+        "check",
+        help="re-resolve rows against the index today; what moved and why (exit 5: a regression)",
+        description=(
+            "Re-resolve rows against the index today and compare them with matrices/resolved.yaml. "
+            "Exit 0: every row still resolves, drift included (newer releases inside the pins' "
+            "ranges, a dependency added or dropped, a re-upload: reported under `drifted`, not a "
+            "failure). Exit 5: a regression (a row no longer resolves; a pin or a distribution it "
+            "resolved to is yanked or deleted; a package installed last is gone; its wheels' glibc "
+            "floor is above the row's; a wheel that an enabled wheel source is said to serve is "
+            "missing from its world, or changed its sha256 under the same name). Exit 4: the index "
+            "or a wheel source could not be read. Wheel sources are read for the worlds the named "
+            "rows use (all, with no row named)."
+        ),
     )
     check_p.add_argument("ids", nargs="*", metavar="ROW", help="rows to check (default: every row)")
     check_p.add_argument("--matrix", type=Path, metavar="FILE")
     check_p.add_argument("--json", action="store_true", help="machine-readable results")
     check_p.add_argument(
-        "--record", action="store_true", help="record today's resolutions as the baseline (resolved.yaml)"
+        "--record",
+        action="store_true",
+        help="record today's resolutions as the baseline (resolved.yaml) and what each wheel source "
+        "holds, dated (wheel-sources-seen.yaml)",
     )
     check_p.set_defaults(run=run_check)
     propose = msub.add_parser(

@@ -12,6 +12,7 @@ _verl_setup() {
     --engine) opts='vllm sglang none' ;;
     --backend) opts='fsdp megatron' ;;
     --policy) opts='compat strict forward' ;;
+    --prefer) opts='whole order' ;;
     --builder) opts='auto buildx buildkit legacy' ;;
     --format) opts='requirements pylock' ;;
     --nvcc) opts='auto host pypi' ;;
@@ -21,7 +22,7 @@ _verl_setup() {
     case "$path" in
     '') opts='detect plan matrix render docker install lock bundle verify wheelhouse doctor completion diagnose report -h --help --version' ;;
     detect) opts='-h --help --json --ray --slurm --out --force --prefix --python --runtime-env --installed --timeout -v --verbose -q --quiet --no-config' ;;
-    plan) opts='-h --help --json --explain --cluster --host --driver --gpu --sm --gpu-count --no-gpu --npu --cann --rocm --arch --glibc --python --verl --engine --backend --policy --row --matrix --build --build-flash-attn --wheel-source --without -v --verbose -q --quiet --no-config' ;;
+    plan) opts='-h --help --json --explain --cluster --host --driver --gpu --sm --gpu-count --no-gpu --npu --cann --rocm --arch --glibc --python --verl --engine --backend --policy --prefer --row --matrix --build --build-flash-attn --wheel-source --without -v --verbose -q --quiet --no-config' ;;
     matrix) opts='list show validate prove check propose -h --help' ;;
     'matrix list') opts='-h --help --json --matrix -v --verbose -q --quiet --no-config' ;;
     'matrix show') opts='-h --help --json --matrix -v --verbose -q --quiet --no-config' ;;
@@ -29,20 +30,20 @@ _verl_setup() {
     'matrix prove') opts='-h --help --matrix --json --no-record -v --verbose -q --quiet --no-config' ;;
     'matrix check') opts='-h --help --matrix --json --record -v --verbose -q --quiet --no-config' ;;
     'matrix propose') opts='-h --help --since --out --matrix --json -v --verbose -q --quiet --no-config' ;;
-    render) opts='venv docker apptainer env ray slurm kuberay uv-project all -h --help --out --dry-run --force --json --cluster --base-image --buildkit --ca-bundle --container --hf-home --iface --image --job --nodes --head-ip --ray-port --dashboard-port --venv --namespace --build --build-flash-attn --wheel-source --without --host --driver --gpu --sm --gpu-count --no-gpu --npu --cann --rocm --arch --glibc --python --verl --engine --backend --policy --row --matrix -v --verbose -q --quiet --no-config' ;;
+    render) opts='venv docker apptainer env ray slurm kuberay uv-project all -h --help --out --dry-run --force --json --cluster --base-image --buildkit --ca-bundle --container --hf-home --iface --image --job --nodes --head-ip --ray-port --dashboard-port --venv --namespace --build --build-flash-attn --wheel-source --without --host --driver --gpu --sm --gpu-count --no-gpu --npu --cann --rocm --arch --glibc --python --verl --engine --backend --policy --prefer --row --matrix -v --verbose -q --quiet --no-config' ;;
     docker) opts='build -h --help' ;;
-    'docker build') opts='-h --help --tag --out --push --force --network --builder --print-context --json --base-image --buildkit --ca-bundle --container --hf-home --iface --image --job --nodes --head-ip --ray-port --dashboard-port --venv --namespace --build --build-flash-attn --wheel-source --without --host --driver --gpu --sm --gpu-count --no-gpu --npu --cann --rocm --arch --glibc --python --verl --engine --backend --policy --row --matrix -v --verbose -q --quiet --no-config' ;;
-    install) opts='-h --help --prefix --lock --offline --dry-run --json --no-python-downloads --wait --no-import --upgrade --refresh --import-timeout --cluster --ray --ray-python --installed --timeout --build --build-flash-attn --wheel-source --without --host --driver --gpu --sm --gpu-count --no-gpu --npu --cann --rocm --arch --glibc --python --verl --engine --backend --policy --row --matrix -v --verbose -q --quiet --no-config' ;;
-    lock) opts='-h --help --out --format --json --build --build-flash-attn --wheel-source --without --host --driver --gpu --sm --gpu-count --no-gpu --npu --cann --rocm --arch --glibc --python --verl --engine --backend --policy --row --matrix -v --verbose -q --quiet --no-config' ;;
-    bundle) opts='-h --help --out --lock --no-python --wait --json --build --build-flash-attn --wheel-source --without --host --driver --gpu --sm --gpu-count --no-gpu --npu --cann --rocm --arch --glibc --python --verl --engine --backend --policy --row --matrix -v --verbose -q --quiet --no-config' ;;
+    'docker build') opts='-h --help --tag --out --push --force --network --builder --print-context --json --base-image --buildkit --ca-bundle --container --hf-home --iface --image --job --nodes --head-ip --ray-port --dashboard-port --venv --namespace --build --build-flash-attn --wheel-source --without --host --driver --gpu --sm --gpu-count --no-gpu --npu --cann --rocm --arch --glibc --python --verl --engine --backend --policy --prefer --row --matrix -v --verbose -q --quiet --no-config' ;;
+    install) opts='-h --help --prefix --lock --offline --dry-run --json --no-python-downloads --wait --no-import --upgrade --refresh --import-timeout --cluster --ray --ray-python --installed --timeout --build --build-flash-attn --wheel-source --without --host --driver --gpu --sm --gpu-count --no-gpu --npu --cann --rocm --arch --glibc --python --verl --engine --backend --policy --prefer --row --matrix -v --verbose -q --quiet --no-config' ;;
+    lock) opts='-h --help --out --format --json --build --build-flash-attn --wheel-source --without --host --driver --gpu --sm --gpu-count --no-gpu --npu --cann --rocm --arch --glibc --python --verl --engine --backend --policy --prefer --row --matrix -v --verbose -q --quiet --no-config' ;;
+    bundle) opts='-h --help --out --lock --no-python --wait --json --build --build-flash-attn --wheel-source --without --host --driver --gpu --sm --gpu-count --no-gpu --npu --cann --rocm --arch --glibc --python --verl --engine --backend --policy --prefer --row --matrix -v --verbose -q --quiet --no-config' ;;
     verify) opts='-h --help --prefix --python --lock --row --matrix --ray --timeout --no-import --import-timeout --json -v --verbose -q --quiet --no-config' ;;
     wheelhouse) opts='build list -h --help' ;;
-    'wheelhouse build') opts='-h --help --out --only --source --arch-list --jobs --nvcc --keep-scratch --json --host --driver --gpu --sm --gpu-count --no-gpu --npu --cann --rocm --arch --glibc --python --verl --engine --backend --policy --row --matrix -v --verbose -q --quiet --no-config' ;;
+    'wheelhouse build') opts='-h --help --out --only --source --arch-list --jobs --nvcc --keep-scratch --json --host --driver --gpu --sm --gpu-count --no-gpu --npu --cann --rocm --arch --glibc --python --verl --engine --backend --policy --prefer --row --matrix -v --verbose -q --quiet --no-config' ;;
     'wheelhouse list') opts='-h --help --verify --json -v --verbose -q --quiet --no-config' ;;
     doctor) opts='-h --help --json --check --prefix --ray-address --model-size --host --matrix --bucket-numel -v --verbose -q --quiet --no-config' ;;
     completion) opts='bash zsh fish -h --help -v --verbose -q --quiet --no-config' ;;
     diagnose) opts='-h --help --json --dmesg --no-system -v --verbose -q --quiet --no-config' ;;
-    report) opts='-h --help --prefix --log --check --imports --mask-home --host --driver --gpu --sm --gpu-count --no-gpu --npu --cann --rocm --arch --glibc --python --verl --engine --backend --policy --row --matrix -v --verbose -q --quiet --no-config' ;;
+    report) opts='-h --help --prefix --log --check --imports --mask-home --host --driver --gpu --sm --gpu-count --no-gpu --npu --cann --rocm --arch --glibc --python --verl --engine --backend --policy --prefer --row --matrix -v --verbose -q --quiet --no-config' ;;
     esac
   fi
   mapfile -t COMPREPLY < <(compgen -W "$opts" -- "$cur")

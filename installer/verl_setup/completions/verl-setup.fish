@@ -42,6 +42,7 @@ complete -c verl-setup -n '__fish_seen_subcommand_from plan' -l verl
 complete -c verl-setup -n '__fish_seen_subcommand_from plan' -l engine -x -a 'vllm sglang none'
 complete -c verl-setup -n '__fish_seen_subcommand_from plan' -l backend -x -a 'fsdp megatron'
 complete -c verl-setup -n '__fish_seen_subcommand_from plan' -l policy -x -a 'compat strict forward'
+complete -c verl-setup -n '__fish_seen_subcommand_from plan' -l prefer -x -a 'whole order'
 complete -c verl-setup -n '__fish_seen_subcommand_from plan' -l row
 complete -c verl-setup -n '__fish_seen_subcommand_from plan' -l matrix
 complete -c verl-setup -n '__fish_seen_subcommand_from plan' -l build
@@ -152,6 +153,7 @@ complete -c verl-setup -n '__fish_seen_subcommand_from render' -l verl
 complete -c verl-setup -n '__fish_seen_subcommand_from render' -l engine -x -a 'vllm sglang none'
 complete -c verl-setup -n '__fish_seen_subcommand_from render' -l backend -x -a 'fsdp megatron'
 complete -c verl-setup -n '__fish_seen_subcommand_from render' -l policy -x -a 'compat strict forward'
+complete -c verl-setup -n '__fish_seen_subcommand_from render' -l prefer -x -a 'whole order'
 complete -c verl-setup -n '__fish_seen_subcommand_from render' -l row
 complete -c verl-setup -n '__fish_seen_subcommand_from render' -l matrix
 complete -c verl-setup -n '__fish_seen_subcommand_from render' -s v
@@ -203,6 +205,7 @@ complete -c verl-setup -n '__fish_seen_subcommand_from build' -l verl
 complete -c verl-setup -n '__fish_seen_subcommand_from build' -l engine -x -a 'vllm sglang none'
 complete -c verl-setup -n '__fish_seen_subcommand_from build' -l backend -x -a 'fsdp megatron'
 complete -c verl-setup -n '__fish_seen_subcommand_from build' -l policy -x -a 'compat strict forward'
+complete -c verl-setup -n '__fish_seen_subcommand_from build' -l prefer -x -a 'whole order'
 complete -c verl-setup -n '__fish_seen_subcommand_from build' -l row
 complete -c verl-setup -n '__fish_seen_subcommand_from build' -l matrix
 complete -c verl-setup -n '__fish_seen_subcommand_from build' -s v
@@ -248,6 +251,7 @@ complete -c verl-setup -n '__fish_seen_subcommand_from install' -l verl
 complete -c verl-setup -n '__fish_seen_subcommand_from install' -l engine -x -a 'vllm sglang none'
 complete -c verl-setup -n '__fish_seen_subcommand_from install' -l backend -x -a 'fsdp megatron'
 complete -c verl-setup -n '__fish_seen_subcommand_from install' -l policy -x -a 'compat strict forward'
+complete -c verl-setup -n '__fish_seen_subcommand_from install' -l prefer -x -a 'whole order'
 complete -c verl-setup -n '__fish_seen_subcommand_from install' -l row
 complete -c verl-setup -n '__fish_seen_subcommand_from install' -l matrix
 complete -c verl-setup -n '__fish_seen_subcommand_from install' -s v
@@ -280,6 +284,7 @@ complete -c verl-setup -n '__fish_seen_subcommand_from lock' -l verl
 complete -c verl-setup -n '__fish_seen_subcommand_from lock' -l engine -x -a 'vllm sglang none'
 complete -c verl-setup -n '__fish_seen_subcommand_from lock' -l backend -x -a 'fsdp megatron'
 complete -c verl-setup -n '__fish_seen_subcommand_from lock' -l policy -x -a 'compat strict forward'
+complete -c verl-setup -n '__fish_seen_subcommand_from lock' -l prefer -x -a 'whole order'
 complete -c verl-setup -n '__fish_seen_subcommand_from lock' -l row
 complete -c verl-setup -n '__fish_seen_subcommand_from lock' -l matrix
 complete -c verl-setup -n '__fish_seen_subcommand_from lock' -s v
@@ -314,6 +319,7 @@ complete -c verl-setup -n '__fish_seen_subcommand_from bundle' -l verl
 complete -c verl-setup -n '__fish_seen_subcommand_from bundle' -l engine -x -a 'vllm sglang none'
 complete -c verl-setup -n '__fish_seen_subcommand_from bundle' -l backend -x -a 'fsdp megatron'
 complete -c verl-setup -n '__fish_seen_subcommand_from bundle' -l policy -x -a 'compat strict forward'
+complete -c verl-setup -n '__fish_seen_subcommand_from bundle' -l prefer -x -a 'whole order'
 complete -c verl-setup -n '__fish_seen_subcommand_from bundle' -l row
 complete -c verl-setup -n '__fish_seen_subcommand_from bundle' -l matrix
 complete -c verl-setup -n '__fish_seen_subcommand_from bundle' -s v
@@ -364,6 +370,7 @@ complete -c verl-setup -n '__fish_seen_subcommand_from build' -l verl
 complete -c verl-setup -n '__fish_seen_subcommand_from build' -l engine -x -a 'vllm sglang none'
 complete -c verl-setup -n '__fish_seen_subcommand_from build' -l backend -x -a 'fsdp megatron'
 complete -c verl-setup -n '__fish_seen_subcommand_from build' -l policy -x -a 'compat strict forward'
+complete -c verl-setup -n '__fish_seen_subcommand_from build' -l prefer -x -a 'whole order'
 complete -c verl-setup -n '__fish_seen_subcommand_from build' -l row
 complete -c verl-setup -n '__fish_seen_subcommand_from build' -l matrix
 complete -c verl-setup -n '__fish_seen_subcommand_from build' -s v
@@ -436,6 +443,7 @@ complete -c verl-setup -n '__fish_seen_subcommand_from report' -l verl
 complete -c verl-setup -n '__fish_seen_subcommand_from report' -l engine -x -a 'vllm sglang none'
 complete -c verl-setup -n '__fish_seen_subcommand_from report' -l backend -x -a 'fsdp megatron'
 complete -c verl-setup -n '__fish_seen_subcommand_from report' -l policy -x -a 'compat strict forward'
+complete -c verl-setup -n '__fish_seen_subcommand_from report' -l prefer -x -a 'whole order'
 complete -c verl-setup -n '__fish_seen_subcommand_from report' -l row
 complete -c verl-setup -n '__fish_seen_subcommand_from report' -l matrix
 complete -c verl-setup -n '__fish_seen_subcommand_from report' -s v

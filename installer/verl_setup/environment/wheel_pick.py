@@ -25,6 +25,7 @@ from packaging.version import InvalidVersion, Version
 
 from verl_setup.errors import InstallError
 from verl_setup.matrix.schema import ExtensionFacts
+from verl_setup.matrix.wheel_seen import load_seen, wheel_key, world_of
 from verl_setup.plan.build_host import build_jobs
 from verl_setup.plan.recipe import ExtensionPlan, Recipe
 from verl_setup.plan.refusal import refusal, without_reason
@@ -127,9 +128,11 @@ def pick(candidate: Candidate, ext: ExtensionPlan, plan: Plan) -> tuple[Picked |
         name = whole or ext.name
         try:
             links = wheel_links(candidate.index_url, name)
-        except OSError as exc:
-            if whole is not None and isinstance(exc, FileNotFoundError):
+        except FileNotFoundError:
+            if whole is not None:
                 continue  # the index has no page for the whole project: look for the package's own
+            links = []  # no page for the package (HTTP 404): the source has no such wheel
+        except OSError as exc:
             return None, f"{candidate.source}: unreachable ({one_line(str(exc))[:120]})"
         for link in links:
             url, _, fragment = link.partition("#")
@@ -144,9 +147,36 @@ def pick(candidate: Candidate, ext: ExtensionPlan, plan: Plan) -> tuple[Picked |
             sha256 = fragment.removeprefix("sha256=") if fragment.startswith("sha256=") else None
             taken = Picked(url=url, sha256=sha256, torch=torch, source=candidate.source, distribution=whole)
             return taken, ""
+    where = _last_seen(candidate, plan, ext)
     if other:
-        return None, f"{candidate.source}: only wheels built for torch {', '.join(sorted(set(other)))}"
-    return None, f"{candidate.source}: no {ext.name} {ext.version} wheel for {plan.python} on this platform"
+        return None, f"{candidate.source}: only wheels built for torch {', '.join(sorted(set(other)))}{where}"
+    return (
+        None,
+        f"{candidate.source}: no {ext.name} {ext.version} wheel for {plan.python} on this platform "
+        f"any more{where}",
+    )
+
+
+def _last_seen(candidate: Candidate, plan: Plan, ext: ExtensionPlan) -> str:
+    """ " (world cu130/torch2.11 at URL; last seen 2026-12-01 by `matrix check`)" for a matrix
+    source whose index is one per world; "" for the others."""
+    if candidate.torch_from != "index-path" or candidate.trust == "user":
+        return ""
+    world = world_of(plan.row.torch.cuda, torch_minor(plan.row))
+    seen = load_seen(plan.matrix.path).get(candidate.source)
+    name = candidate.distribution or ext.name
+    wheel = (
+        None
+        if seen is None
+        else seen.wheels.get(wheel_key(world, name, ext.version, plan.python, plan.row.requires.arch[0]))
+    )
+    if seen is None:
+        when = "never checked by `matrix check`"
+    elif wheel is None or wheel.last_seen is None:
+        when = f"not seen at `matrix check` {seen.checked}"
+    else:
+        when = f"last seen {wheel.last_seen} by `matrix check`"
+    return f" (world {world} at {candidate.index_url}; {when})"
 
 
 def resolve_wheels(plan: Plan, recipe: Recipe, say: Callable[[str], None]) -> Recipe:

@@ -6,7 +6,10 @@ what it resolved to last time (matrices/resolved.yaml). A row still resolves, re
 differently (each moved distribution with why: a newer release, a re-upload under the same
 version, a yank or a deletion, asked of the index's Simple API), or no longer resolves (uv's
 reason). A row regressed when it no longer resolves, resolves only with a yanked pin, or when a
-distribution it resolved to before was yanked or deleted. Each resolution's glibc floor is
+distribution it resolved to before was yanked or deleted. The packages a row installs last on their
+own (`no_deps`, `sources`) are left out of the resolution, as `lock` leaves them to its `then:`
+step: a `no_deps` pin is looked up on the index (gone or yanked: a regression), a direct reference
+is named and not fetched. Each resolution's glibc floor is
 computed from its wheels' manylinux tags (maintenance/floors.py) and recorded with it; a floor
 above the row's `requires.glibc` is a regression too.
 """
@@ -93,6 +96,10 @@ class RowCheck:
     resolution: Resolution | None = None
     floor: Floor | None = None
     floor_above: str | None = None  # the floor exceeds the row's requires.glibc: why
+    # The packages installed last on their own (no_deps, sources): what was found of each, and
+    # which of them the index no longer has (a regression).
+    loose: list[str] = field(default_factory=list)
+    loose_gone: list[str] = field(default_factory=list)
 
     @property
     def regressed(self) -> bool:
@@ -103,7 +110,14 @@ class RowCheck:
             or bool(self.yanked)
             or any(m.regression for m in self.moved)
             or self.floor_above is not None
+            or bool(self.loose_gone)
         )
+
+    @property
+    def drifted(self) -> bool:
+        """Resolves differently with nothing regressed: newer releases inside the pins' ranges,
+        a dependency added or dropped, a re-upload (reported, not a failure)."""
+        return bool(self.moved) and not self.regressed
 
     def to_json(self) -> dict[str, Any]:
         """Plain data for --json."""
@@ -117,6 +131,9 @@ class RowCheck:
             "moved": [m.to_json() for m in self.moved],
             "glibc_floor": None if self.floor is None else self.floor.to_json(),
             "glibc_floor_above_row": self.floor_above,
+            "drifted": self.drifted,
+            "installed_last": self.loose,
+            "installed_last_gone": self.loose_gone,
             "seconds": self.seconds,
         }
 
@@ -139,7 +156,7 @@ def resolve(
     the output file), so another target moves only what it must."""
     from verl_setup.util.runner import ProgramError, run  # noqa: PLC0415
 
-    requirements = matrix.rows_file.without_extensions(row)
+    requirements = resolved_requirements(row, matrix)
     with tempfile.TemporaryDirectory(prefix="verl-setup-check-") as tmp:
         _, overrides = write_inputs(row, Path(tmp), requirements)
         argv = compile_command(
@@ -165,6 +182,44 @@ def resolve(
         if prefer and out.returncode == 0:
             return 0, (Path(tmp) / "preferred.txt").read_text(encoding="utf-8"), out.stderr
     return out.returncode, out.stdout, out.stderr
+
+
+def resolved_requirements(row: Row, matrix: Matrix) -> list[str]:
+    """What `lock` resolves of a row: its pins without the packages built against torch and
+    without those installed last on their own (their own pins would move the stack)."""
+    loose = {canonicalize_name(n) for n in (*row.no_deps, *row.sources)}
+    return [
+        r
+        for r in matrix.rows_file.without_extensions(row)
+        if canonicalize_name(r.split("==")[0].split("[")[0]) not in loose
+    ]
+
+
+def check_installed_last(row: Row, indexes: list[Index]) -> tuple[list[str], list[str]]:
+    """(what was found, what is gone) of the packages a row installs last without dependencies:
+    each `no_deps` pin looked up on the index, each direct reference named."""
+    found: list[str] = []
+    gone: list[str] = []
+    for name in dict.fromkeys((*row.no_deps, *row.sources)):
+        if name in row.sources:
+            found.append(f"{name}: {row.sources[name]}, a direct reference installed last (not fetched here)")
+            continue
+        version = row.packages[name]
+        release = None
+        for index in indexes:
+            try:
+                release = index.releases(name).get(version) or release
+            except InstallError:  # an extra index without the JSON API: the next one may answer
+                continue
+            if release is not None:
+                break
+        if release is None or not release.files:
+            gone.append(f"{name}=={version} is not on the index (installed last without dependencies)")
+        elif release.yanked is not None:
+            gone.append(f"{name}=={version} is yanked ({release.yanked})")
+        else:
+            found.append(f"{name}=={version}: on the index, installed last without its dependencies")
+    return found, gone
 
 
 def _why(name: str, was: tuple[str, str], now: tuple[str, str] | None, indexes: list[Index]) -> Move:
@@ -223,6 +278,7 @@ def check_row(
         result.reason = f"its torch comes from {matrix.index_url(row)}, which this run does not reach"
         return result
     start = time.monotonic()
+    result.loose, result.loose_gone = check_installed_last(row, indexes)
     code, stdout, stderr = resolve(row, matrix, uv, env)
     result.seconds = round(time.monotonic() - start, 1)
     if code != 0:

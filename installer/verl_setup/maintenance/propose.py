@@ -21,9 +21,9 @@ from packaging.utils import canonicalize_name
 from packaging.version import Version
 
 from verl_setup.environment.index import Index
-from verl_setup.environment.uv import explain_failure, python_platform
+from verl_setup.environment.uv import UV_MANYLINUX, explain_failure, python_platform
 from verl_setup.maintenance.candidate_row import candidate_row, recommended_python
-from verl_setup.maintenance.check import resolution_of, resolve
+from verl_setup.maintenance.check import resolution_of, resolve, row_floor
 from verl_setup.maintenance.metadata import (
     ReleaseMeta,
     UvConfig,
@@ -125,6 +125,51 @@ class Proposer:
                 reason = "no vllm or sglang release proposed here pins it (a row's torch is its engine's pin)"
                 refused.append(Refusal(release=f"torch {version}", reason=reason))
         return candidates, refused
+
+    def _lowest_floor(self, row: Row, minor: str, candidate: Candidate) -> tuple[Row, str] | None:
+        """(the row at the lowest glibc where it resolves for this minor, uv's output), or None
+        when it resolves at no glibc uv knows. The row's own floor first (as before), then the
+        newest uv knows (fails: nowhere), then each floor upwards from the row's; a raised row's
+        glibc is then the floor its resolved wheels need (maintenance/floors.py), as `matrix
+        prove` computes it."""
+        start = tuple(int(p) for p in row.requires.glibc.split("."))
+        above = [f for f in UV_MANYLINUX if f > start]
+
+        def attempt(glibc: tuple[int, ...]) -> tuple[Row, str | None]:
+            at = _at_glibc(row, ".".join(map(str, glibc)))
+            self.say(f"{row.id}: resolving for Python {minor} on {python_platform(at)}")
+            code, out, err = resolve(at, self.matrix, self.uv, self.env, python=minor)
+            candidate.resolved[f"{minor} {python_platform(at)}"] = "ok" if code == 0 else explain_failure(err)
+            return at, (out if code == 0 else None)
+
+        at, out = attempt(start)
+        if out is not None:
+            return at, out
+        if not above:
+            return None
+        top, top_out = attempt(above[-1])
+        if top_out is None:
+            return None
+        for glibc in above[:-1]:
+            at, out = attempt(glibc)
+            if out is not None:
+                return self._with_floor(at, minor, out), out
+        return self._with_floor(top, minor, top_out), top_out
+
+    def _with_floor(self, row: Row, minor: str, out: str) -> Row:
+        """The row with requires.glibc the floor its resolved wheels need, with the evidence."""
+        pins = {n: v for n, (v, _) in resolution_of(out).items()}
+        at_minor = dataclasses.replace(row, python=dataclasses.replace(row.python, recommended=minor))
+        floor = row_floor(at_minor, self.matrix, pins, self.index)
+        glibc = floor.glibc or row.requires.glibc
+        evidence = dict(row.evidence)
+        evidence["requires.glibc"] = (
+            f"computed from the wheels resolved (binary-only) for Python {minor} on {self.today}: "
+            f"glibc {glibc}, set by {', '.join(floor.set_by) or 'none'}; " + evidence["requires.glibc"]
+        )
+        return dataclasses.replace(
+            row, requires=dataclasses.replace(row.requires, glibc=glibc), evidence=evidence
+        )
 
     def _uv_config(self, version: str) -> UvConfig | None:
         if version not in self._configs:
@@ -256,22 +301,21 @@ class Proposer:
 
     def _resolve(self, row: Row, minors: list[str], name: str) -> Candidate | Refusal:
         """Resolve the oldest Python first (its ray/tensordict/numpy then install on every minor, as
-        today's rows pin numpy for 3.10), then every other minor and architecture with the same pins."""
+        today's rows pin numpy for 3.10), at the lowest glibc floor where it resolves (installs are
+        binary-only, so a dependency with only newer manylinux wheels raises the floor, as `matrix
+        prove` computes it), then every other minor and architecture with the same pins."""
         candidate, supported = Candidate(row=row), list(minors)
+        out, last = "", ""
         while supported:
-            first = supported[0]
-            self.say(f"{row.id}: resolving for Python {first} on {python_platform(row)}")
-            code, out, err = resolve(row, self.matrix, self.uv, self.env, python=first)
-            candidate.resolved[f"{first} {python_platform(row)}"] = (
-                "ok" if code == 0 else explain_failure(err)
-            )
-            if code == 0:
+            found = self._lowest_floor(row, supported[0], candidate)
+            if found is not None:
+                row, out = found
                 break
+            last = candidate.resolved[f"{supported[0]} {python_platform(row)}"]
             supported.pop(0)
         if not supported:
-            reason = candidate.resolved[f"{minors[-1]} {python_platform(row)}"]
             return Refusal(
-                release=name, reason=f"with verl {row.verl.version} it resolves for no Python minor: {reason}"
+                release=name, reason=f"with verl {row.verl.version} it resolves for no Python minor: {last}"
             )
         resolved = resolution_of(out)
         packages, evidence = dict(row.packages), dict(row.evidence)
@@ -316,6 +360,10 @@ class Proposer:
             requires=dataclasses.replace(row.requires, arch=tuple(arches)),
         )
         return candidate
+
+
+def _at_glibc(row: Row, glibc: str) -> Row:
+    return dataclasses.replace(row, requires=dataclasses.replace(row.requires, glibc=glibc))
 
 
 def _names(requirements: Sequence[str]) -> set[str]:

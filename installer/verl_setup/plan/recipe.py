@@ -17,6 +17,7 @@ from typing import Literal
 from verl_setup.errors import BadInputError, InstallError
 from verl_setup.matrix.closure import Closure
 from verl_setup.matrix.schema import ExtensionFacts, Row, WheelSource
+from verl_setup.matrix.wheel_seen import load_seen
 from verl_setup.plan.build_host import GIB_PER_BUILD_JOB, build_jobs, memory_gib, nvcc_version
 from verl_setup.plan.refusal import refusal, without_reason
 from verl_setup.plan.select import Plan
@@ -334,6 +335,7 @@ def _extension_plan(
         version=version,
         python=plan.python,
         glibc=plan.target.glibc.value,
+        seen=load_seen(plan.matrix.path),
     )
     if found and request == "auto":
         first = found[0]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -52,6 +53,9 @@ class Plan:
     matrix: Matrix
     index_url: str | None
     unfit: tuple[Unfit, ...] = ()  # engine releases the matrix says the asked verl line excludes
+    # The row's packages built against torch that no enabled wheel source serves here (empty: it
+    # installs whole, as far as the matrix and `matrix check`'s last look know).
+    missing_wheels: tuple[str, ...] = ()
     # A closure other than the recorded one: a fresh resolution (`--upgrade`), or a lock's.
     closure_override: Closure | None = None
 
@@ -75,6 +79,9 @@ class Plan:
             "closure": self.closure.to_json(),
             "python": self.python,
             "policy": self.policy,
+            "prefer": self.target.prefer.value,
+            "installs_whole": not self.missing_wheels,
+            "missing_wheels": list(self.missing_wheels),
             "index_url": self.index_url,
             "requirements": self.row.requirements(),
             "facts": self.target.facts_json(),
@@ -106,17 +113,15 @@ def select(target: Target, matrix: Matrix) -> Plan:
             message = head + f"None fits: {why}" if mine else head.rstrip()
         raise NoCompatibleRowError(message, data=_no_fit_data(target, rejected, matrix, unfit))
     order = {row.id: i for i, row in enumerate(matrix.rows)}
-    fitting.sort(key=lambda r: (-rank(matrix.proof_of(r)[0]), -_release(r.verl.version), order[r.id]))
+    missing = {r.id: _missing(r, target, matrix) for r in fitting}
+
+    def key(r: Row) -> tuple[int, float, bool, int]:
+        whole_last = bool(missing[r.id]) if target.prefer.value == "whole" else False
+        return (-rank(matrix.proof_of(r)[0]), -_release(r.verl.version), whole_last, order[r.id])
+
+    fitting.sort(key=key)
     chosen, others = fitting[0], fitting[1:]
-    rejected += [
-        Rejection(
-            id=r.id,
-            reasons=(
-                f"fits, but {chosen.id} is preferred (better proven, newer verl, or earlier in the matrix)",
-            ),
-        )
-        for r in others
-    ]
+    rejected += [Rejection(id=r.id, reasons=(_lost(r, chosen, key, missing, target),)) for r in others]
     python, python_warnings = _python_for(chosen, target)
     return Plan(
         row=chosen,
@@ -128,7 +133,39 @@ def select(target: Target, matrix: Matrix) -> Plan:
         matrix=matrix,
         index_url=matrix.index_url(chosen),
         unfit=unfit,
+        missing_wheels=tuple(missing[chosen.id]),
     )
+
+
+def _missing(row: Row, target: Target, matrix: Matrix) -> list[str]:
+    """What of the row's packages built against torch no enabled source serves this target."""
+    from verl_setup.plan.whole import missing_wheels  # noqa: PLC0415  # plan.whole imports wheel_sources
+
+    python = _python_for(row, target)[0]
+    return missing_wheels(row, matrix, python=python, glibc=target.glibc.value)
+
+
+def _lost(
+    row: Row,
+    chosen: Row,
+    key: Callable[[Row], tuple[int, float, bool, int]],
+    missing: Mapping[str, list[str]],
+    target: Target,
+) -> str:
+    """Why a fitting row was not taken, by the first sort key that differs."""
+    mine, theirs = key(row), key(chosen)
+    if mine[0] != theirs[0]:
+        why = "better proven"
+    elif mine[1] != theirs[1]:
+        why = "a newer verl"
+    elif mine[2] != theirs[2]:
+        why = (
+            f"it installs whole from wheels (--prefer {target.prefer.value}), this row does not: "
+            + "; ".join(missing[row.id])
+        )
+    else:
+        why = "earlier in the matrix"
+    return f"fits, but {chosen.id} is preferred: {why}"
 
 
 def rejection_of(row: Row, target: Target, matrix: Matrix) -> Rejection | None:

@@ -18,7 +18,15 @@ from verl_setup.matrix.cuda import CudaRules
 from verl_setup.plan import accelerator as accel
 from verl_setup.plan.anchors import anchor_driver
 from verl_setup.util.versions import DriverVersion, fmt, parse_count, parse_minor, parse_python, shown
-from verl_setup.util.vocab import BACKEND_NAMES, ENGINE_NAMES, POLICIES, BackendName, Policy
+from verl_setup.util.vocab import (
+    BACKEND_NAMES,
+    ENGINE_NAMES,
+    POLICIES,
+    PREFERENCES,
+    BackendName,
+    Policy,
+    Prefer,
+)
 
 if TYPE_CHECKING:  # a plan from flags never reads a host, so never loads its classes
     from verl_setup.host.facts import HostFacts, PythonInterpreter
@@ -62,6 +70,7 @@ class Request:
     engine: str | None = None
     backend: str | None = None
     policy: str | None = None
+    prefer: str | None = None
     host_file: Path | None = None
     npu: str | None = None  # Ascend chip family (910B); --cann and --rocm: the toolkit on the target
     cann: str | None = None
@@ -85,6 +94,7 @@ class Target:
     engine: Fact[str | None]
     policy: Fact[Policy]
     backend: Fact[BackendName] = field(default=Fact("fsdp", "default"))
+    prefer: Fact[Prefer] = field(default=Fact("whole", "default"))
     # The target's interpreters; `local` says they were detected on this very machine, so an
     # install can use them without detecting again (a host file's paths belong to another one).
     host_pythons: tuple[PythonInterpreter, ...] = field(default=())
@@ -125,6 +135,7 @@ class Target:
             "backend",
             "policy",
             "accelerator",
+            "prefer",
         )
         return {n: {"value": plain(getattr(self, n).value), "source": getattr(self, n).source} for n in names}
 
@@ -214,6 +225,8 @@ def build_target(
         raise BadInputError(f"bad engine {shown(engine_text)}: expected one of {', '.join(ENGINES)}")
     policy_text, policy_source = pick(request.policy, "--policy", "VERL_SETUP_POLICY")
     policy: Fact[Policy] = _choice(policy_text, policy_source, POLICIES, "policy", "compat")
+    prefer_text, prefer_source = pick(request.prefer, "--prefer", "VERL_SETUP_PREFER")
+    prefer: Fact[Prefer] = _choice(prefer_text, prefer_source, PREFERENCES, "preference", "whole")
     backend_text, backend_source = pick(request.backend, "--backend", "VERL_SETUP_BACKEND")
     if backend_text is None and host is not None and host.backend:
         backend_text, backend_source = host.backend, f"{host_source} (backend)"
@@ -239,6 +252,7 @@ def build_target(
         verl=Fact(verl_text, verl_source or "not requested"),
         engine=Fact(engine_text, engine_source or "not requested"),
         policy=policy,
+        prefer=prefer,
         backend=backend,
         host_pythons=host.pythons if host else (),
         local=host_source == "detected",

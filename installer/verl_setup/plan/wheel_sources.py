@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -18,6 +18,7 @@ from packaging.version import Version
 
 from verl_setup.errors import BadInputError
 from verl_setup.matrix.schema import ExtensionFacts, Row, RowsFile, TorchFrom, Trust, WheelSource
+from verl_setup.matrix.wheel_seen import SeenSource, wheel_key, world_of
 from verl_setup.util.bounded import one_line
 from verl_setup.util.versions import minor_of, parse_minor
 
@@ -106,8 +107,11 @@ def candidates(
     version: str,
     python: str,
     glibc: str | None,
+    seen: Mapping[str, SeenSource] | None = None,
 ) -> tuple[list[Candidate], list[str]]:
-    """The sources that say they serve this wheel, in order, and why each other one does not."""
+    """The sources that say they serve this wheel, in order, and why each other one does not.
+
+    `seen`: what `matrix check` last found in each source; a wheel it found missing is not served."""
     found: list[Candidate] = []
     why_not: list[str] = []
     for source in sources:
@@ -149,9 +153,20 @@ def candidates(
         if why and whole is not None:
             why_whole = _served(source, row, name=whole, version=version, python=python, glibc=glibc)
             if not why_whole:
-                found.append(whole_candidate(source, source.url, row, facts, name=name, version=version))
+                gone, note = last_check(
+                    (seen or {}).get(source.id), row, name=whole, version=version, python=python
+                )
+                if gone:
+                    why_not.append(f"{source.id}: {gone}")
+                    continue
+                candidate = whole_candidate(source, source.url, row, facts, name=name, version=version)
+                found.append(replace(candidate, reason=f"{candidate.reason} ({note})"))
                 continue
             why = f"{why}; {why_whole}"
+        if not why:
+            why, note = last_check(
+                (seen or {}).get(source.id), row, name=name, version=version, python=python
+            )
         if why:
             why_not.append(f"{source.id}: {why}")
             continue
@@ -161,10 +176,29 @@ def candidates(
                 trust=source.trust,
                 torch_from=source.torch_from,
                 index_url=index_url(source.url, row),
-                reason=f"prebuilt for torch {torch_minor(row)}, CUDA {row.torch.cuda}, from {source.id}",
+                reason=(
+                    f"prebuilt for torch {torch_minor(row)}, CUDA {row.torch.cuda}, from {source.id} ({note})"
+                ),
             )
         )
     return found, why_not
+
+
+def last_check(seen: SeenSource | None, row: Row, *, name: str, version: str, python: str) -> tuple[str, str]:
+    """(why the source no longer serves the wheel, "" if it may; what to say of its last check),
+    from `matrix check`'s record of the row's world."""
+    world = world_of(row.torch.cuda, torch_minor(row))
+    if seen is None:
+        return "", f"{world} never checked: `verl-setup matrix check --record` looks"
+    wheel = seen.wheels.get(wheel_key(world, name, version, python, row.requires.arch[0]))
+    if wheel is not None and wheel.status == "missing":
+        last = f"last seen {wheel.last_seen}" if wheel.last_seen else "never seen there"
+        return (
+            f"{world} had no {name} {version} for Python {'.'.join(python.split('.')[:2])} on "
+            f"{row.requires.arch[0]} when last checked ({seen.checked}; {last})",
+            "",
+        )
+    return "", f"{world} last checked {seen.checked}"
 
 
 def whole_candidate(

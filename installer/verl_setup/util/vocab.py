@@ -18,6 +18,11 @@ BACKEND_NAMES: tuple[BackendName, ...] = get_args(BackendName)
 Policy = Literal["compat", "strict", "forward"]
 POLICIES: tuple[Policy, ...] = get_args(Policy)
 
+# How fitting rows of the same proof and verl are ordered: whole (default): a row whose every
+# package built against torch comes as a wheel from an enabled source first; order: file order.
+Prefer = Literal["whole", "order"]
+PREFERENCES: tuple[Prefer, ...] = get_args(Prefer)
+
 ProofLevel = Literal["resolves", "installs", "imports", "gpu"]
 PROOF_LEVELS: tuple[ProofLevel, ...] = get_args(ProofLevel)
 
