@@ -1,8 +1,6 @@
 """The machine a plan is for: flags > VERL_SETUP_* environment > host file > detection (which
-uv's UV_CUDA_DRIVER_VERSION and conda's CONDA_OVERRIDE_CUDA override, plan/anchors.py).
-
-Precedence is applied here and only here; each value keeps the name of where it came from.
-"""
+uv's UV_CUDA_DRIVER_VERSION and conda's CONDA_OVERRIDE_CUDA override, plan/anchors.py). Precedence
+is applied here and only here; each value keeps the name of where it came from."""
 
 from __future__ import annotations
 
