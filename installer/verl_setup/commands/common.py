@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 from verl_setup.errors import BadInputError
 from verl_setup.plan.make import PlanInputs, make_plan
 from verl_setup.plan.target import Request
+from verl_setup.plan.user_packages import UserPackages, collect
 
 if TYPE_CHECKING:
     from verl_setup.plan.recipe import Choice
@@ -33,7 +34,33 @@ def plan_inputs(args: argparse.Namespace) -> PlanInputs:
         host_file=args.host,
         **config_of(args),
     )
-    return PlanInputs(request=request, matrix=args.matrix, row=args.row)
+    return PlanInputs(request=request, matrix=args.matrix, row=args.row, verl_checkout=_verl_checkout(args))
+
+
+def user_packages(args: argparse.Namespace) -> UserPackages:
+    """--with/--with-requirements/--with-editable/--keep and the team config's with* keys (memoized
+    on args: several callers ask, and each parse reads the checkouts)."""
+    cached = getattr(args, "_user_packages", None)
+    if isinstance(cached, UserPackages):
+        return cached
+    found = getattr(args, "team_config", None)
+    packages = collect(
+        with_=list(getattr(args, "with_", None) or ()),
+        with_requirements=list(getattr(args, "with_requirements", None) or ()),
+        with_editable=list(getattr(args, "with_editable", None) or ()),
+        keep=list(getattr(args, "keep", None) or ()),
+        config=None if found is None else dict(found.lists),
+        config_path=None if found is None else found.path,
+    )
+    args._user_packages = packages
+    return packages
+
+
+def _verl_checkout(args: argparse.Namespace) -> str | None:
+    from verl_setup.plan.verl_source import requested_version  # noqa: PLC0415
+
+    verl = user_packages(args).verl
+    return None if verl is None else requested_version(verl)
 
 
 def config_of(args: argparse.Namespace) -> dict[str, Any]:

@@ -22,9 +22,11 @@ from verl_setup.output import Progress
 from verl_setup.plan.make import PlanInputs
 from verl_setup.plan.recipe import Choice, Recipe, Step, recipe_for
 from verl_setup.plan.select import Plan
+from verl_setup.plan.user_packages import UserPackages
 
 if TYPE_CHECKING:
     from verl_setup.environment.bundle import Bundle
+    from verl_setup.environment.with_resolve import Resolved
 
 INPUTS = "verl-setup"  # folder inside the venv with the exact uv inputs used
 
@@ -42,6 +44,7 @@ class InstallOptions:
     wait_s: float = 600.0
     import_timeout: float | None = 900.0
     offline: Path | None = None  # a bundle folder (`verl-setup bundle`): its lock, no network
+    user: UserPackages = dataclasses.field(default_factory=UserPackages)  # --with, --with-editable, ...
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -116,6 +119,7 @@ class Job:
     env: Mapping[str, str]
     import_timeout: float | None
     bundle: Bundle | None = None
+    resolved: tuple[Resolved, ...] = ()  # the user's packages, as the resolve with the row gave them
 
 
 def prepare(options: InstallOptions, env: Mapping[str, str], progress: Progress) -> Job:
@@ -149,7 +153,7 @@ def prepare(options: InstallOptions, env: Mapping[str, str], progress: Progress)
             "makes, not in a venv on this host; nothing was changed"
         )
     requests = options.extensions if lock is None else lock.requests(options.extensions)
-    recipe = recipe_for(plan, requests, env, options.wheel_sources)
+    recipe = user_recipe(plan, recipe_for(plan, requests, env, options.wheel_sources), options.user)
     if lock is None:
         from verl_setup.environment.wheel_pick import resolve_wheels  # noqa: PLC0415
 
@@ -190,6 +194,16 @@ def prepare(options: InstallOptions, env: Mapping[str, str], progress: Progress)
     )
 
 
+def user_recipe(plan: Plan, recipe: Recipe, user: UserPackages) -> Recipe:
+    """The recipe with the user's packages; a requirement a row pin refuses stops here (no network)."""
+    from verl_setup.environment.with_resolve import direct_conflicts  # noqa: PLC0415
+    from verl_setup.plan.user_recipe import with_user_packages  # noqa: PLC0415
+
+    recipe = with_user_packages(recipe, user)
+    direct_conflicts(plan, recipe)
+    return recipe
+
+
 def dry_run_json(job: Job) -> dict[str, Any]:
     """What an install would run, as `install --dry-run --json` prints it (data of the envelope)."""
     return {
@@ -199,6 +213,7 @@ def dry_run_json(job: Job) -> dict[str, Any]:
         "prefix": str(job.layout.prefix),
         "python": job.choice.version,
         "warnings": list(job.recipe.warnings),
+        "with": job.recipe.user.to_json(),
         "commands": [
             {
                 "step": c.what,

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
@@ -110,6 +110,8 @@ class Expected:
     pins: dict[str, str]
     complete: bool
     python: str | None = None
+    user: dict[str, str] = field(default_factory=dict)  # the user's packages: name -> where asked
+    notes: tuple[str, ...] = ()  # environment/user_verify.py's warnings
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -268,6 +270,8 @@ def from_requirements(source: str, requirements: list[str]) -> Expected:
 
 def from_manifest(path: Path) -> Expected | None:
     """Everything install recorded in the environment's manifest, or None without one."""
+    from verl_setup.environment.user_verify import user_names, user_warnings  # noqa: PLC0415
+
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
         return Expected(
@@ -275,6 +279,8 @@ def from_manifest(path: Path) -> Expected | None:
             pins={str(canonicalize_name(k)): str(v) for k, v in data["distributions"].items()},
             complete=True,
             python=str(data["python"]["version"]),
+            user=user_names(data),
+            notes=tuple(user_warnings(data)),
         )
     except FileNotFoundError:
         return None
@@ -294,7 +300,7 @@ def compare(snap: Snapshot, expected: Expected) -> tuple[list[Finding], list[str
     """Findings (missing, replaced, harmful, duplicated) and notes for one environment."""
     have = snap.versions()
     findings: list[Finding] = []
-    notes: list[str] = []
+    notes: list[str] = list(expected.notes)
     if expected.python and expected.python != snap.python:
         if expected.python.split(".")[:2] == snap.python.split(".")[:2]:
             notes.append(f"Python {snap.python}, {expected.source} was made for {expected.python}")
@@ -304,11 +310,12 @@ def compare(snap: Snapshot, expected: Expected) -> tuple[list[Finding], list[str
             )
     for name, want in sorted(expected.pins.items()):
         got = have.get(name)
+        mine = f"your package ({expected.user[name]})" if name in expected.user else ""
         if got is None:
-            findings.append(Finding(kind="missing", name=name, expected=want))
+            findings.append(Finding(kind="missing", name=name, expected=want, note=mine))
         elif not same_version(got, want):
             watched = name in WATCHED
-            note = "verl's docs warn about this one being replaced by other installs" if watched else ""
+            note = "verl's docs warn about this one being replaced by other installs" if watched else mine
             kind: Kind = "replaced" if watched else "changed"
             findings.append(Finding(kind=kind, name=name, expected=want, found=got, note=note))
     extras = sorted(set(have) - set(expected.pins))

@@ -18,6 +18,7 @@ from verl_setup.matrix.schema import ExtensionFacts, Row, WheelSource
 from verl_setup.plan.build_host import GIB_PER_BUILD_JOB, build_jobs, memory_gib, nvcc_version
 from verl_setup.plan.refusal import refusal, without_reason
 from verl_setup.plan.select import Plan
+from verl_setup.plan.user_packages import UserPackages
 from verl_setup.plan.wheel_sources import Candidate, candidates, ordered_sources, user_sources
 from verl_setup.plan.whole_wheel import in_place_of
 from verl_setup.util.binary import binary_only
@@ -81,6 +82,9 @@ class Step:
     env: tuple[tuple[str, str], ...] = ()
     # Wheels only, except these sdists (the row's `sdists`, and the package a build step builds).
     sdists: tuple[str, ...] = ()
+    # False for the user's packages (plan/user_recipe.py): uv's default, wheel or sdist, as a uv
+    # user expects of their own packages (word2number has no wheel at all).
+    binary_only: bool = True
 
     def pip_args(self, overrides_file: str) -> list[str]:
         """Everything after `uv pip install --python PY`: the same in all three renderings."""
@@ -95,7 +99,8 @@ class Step:
             args += ["--no-build-package", name]
         if self.overrides:
             args += ["--override", overrides_file]
-        args += binary_only(self.sdists)
+        if self.binary_only:
+            args += binary_only(self.sdists)
         if self.no_build_isolation:
             args.append("--no-build-isolation")
         if self.no_deps:
@@ -118,6 +123,7 @@ class Recipe:
     verify_pins: tuple[str, ...] = field(default=())
     warnings: tuple[str, ...] = ()
     sdists: tuple[str, ...] = ()  # built from their sdist on purpose; everything else is a wheel
+    user: UserPackages = field(default_factory=UserPackages)  # plan/user_recipe.py adds them
 
     def step(self, name: StepName) -> Step | None:
         """The step of that name, if the recipe has one."""
