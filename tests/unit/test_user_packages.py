@@ -11,7 +11,11 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import json_data, run_cli
+from verl_setup.environment.user_verify import user_warnings
+from verl_setup.environment.verify import Dist, Expected, Snapshot, compare
 from verl_setup.errors import BadInputError
+from verl_setup.plan.recipe import build_recipe
+from verl_setup.plan.select import Plan
 from verl_setup.plan.user_packages import collect, parse_with, read_requirements
 from verl_setup.plan.verl_source import at_commit, split_ref
 
@@ -164,3 +168,94 @@ def test_a_checkout_newer_than_every_row_takes_the_newest_with_a_warning(tmp_pat
     data = json.loads(run_cli("plan", *H100, "--with-editable", str(co), "--json").out)["data"]
     assert data["row"]["verl"]["version"].startswith("0.9.")
     assert any("newer than every row's verl" in w for w in data["warnings"])
+
+
+def _snapshot(dists: tuple[tuple[str, str, str], ...]) -> Snapshot:
+    return Snapshot(
+        python="3.12.3", executable="/env/bin/python", prefix="/env", platform="linux-x86_64",
+        hostname="node", markers={},
+        dists=tuple(Dist(name=n, version=v, location=loc) for n, v, loc in dists),
+    )  # fmt: skip
+
+
+def test_a_removed_package_of_yours_fails_verify_and_is_named_yours() -> None:
+    expected = Expected(
+        source="manifest", pins={"tabulate": "0.10.0", "torch": "2.11.0"}, complete=True,
+        user={"tabulate": "--with"},
+    )  # fmt: skip
+    findings, _ = compare(_snapshot((("torch", "2.11.0", "/env/site"),)), expected)
+    assert [(f.kind, f.name, f.note) for f in findings] == [("missing", "tabulate", "your package (--with)")]
+
+
+def test_an_editable_checkouts_own_metadata_is_no_duplicate() -> None:
+    snap = _snapshot((("verl", "0.9.1", "/env/site"), ("verl", "0.9.1", "/src/verl")))
+    plain = Expected(source="row", pins={"torch": "2.11.0"}, complete=False)
+    assert [f.kind for f in compare(snap, plain)[0] if f.name == "verl"] == ["duplicate"]
+    mine = Expected(source="row", pins={}, complete=False, editables=("/src/verl",))
+    assert compare(snap, mine)[0] == []
+
+
+def test_a_checkout_that_left_the_row_line_warns(tmp_path: Path) -> None:
+    co = checkout(tmp_path / "verl", "0.9.1")
+    record = {"with": [{"name": "verl", "path": str(co), "editable": True, "row_verl": "0.9.1"}]}
+    assert user_warnings(record) == []
+    (co / "verl" / "version" / "version").write_text("0.10.0\n")
+    (warning,) = user_warnings(record)
+    assert "is now 0.10.0, outside the row's verl line 0.9.1" in warning
+
+
+@pytest.mark.subprocess  # render reads this host's glibc
+def test_render_docker_puts_your_packages_in_a_layer_after_the_rows(tmp_path: Path) -> None:
+    result = run_cli("render", "docker", "--no-gpu", "--with", "tabulate", "--out", str(tmp_path / "r"))
+    assert result.code == 0, result.err
+    text = (tmp_path / "r" / "Dockerfile").read_text()
+    runs = [ln for ln in text.splitlines() if ln.startswith("RUN uv pip install")]
+    assert "'verl[verl-core]==0.9.1'" in runs[-2]
+    assert runs[-1].endswith(" tabulate")
+    assert "numpy==2.2.6" in runs[-1]
+
+
+@pytest.mark.subprocess  # render reads this host's glibc
+def test_a_local_checkout_is_refused_for_an_image(tmp_path: Path) -> None:
+    co = checkout(tmp_path / "verl", "0.9.1")
+    result = run_cli("render", "docker", "--no-gpu", "--with-editable", str(co), "--out", str(tmp_path / "r"))
+    assert result.code == 2
+    assert (
+        "which docker's build does not see: commit it and give --with 'NAME @ git+URL@COMMIT'" in result.err
+    )
+
+
+def test_the_uv_project_names_git_and_editable_sources(tmp_path: Path) -> None:
+    from verl_setup.plan.user_packages import UserPackages  # noqa: PLC0415
+    from verl_setup.plan.user_recipe import with_user_packages  # noqa: PLC0415
+    from verl_setup.render.uv_project import project  # noqa: PLC0415
+
+    sha = "c88ac084e5c27a72dc48a457de6df29171c70f61"
+    mine = checkout(tmp_path / "reward", "1.0", name="our-reward")
+    user = UserPackages(
+        requirements=(
+            parse_with(f"verl @ git+file:///srv/verl@{sha}", "--with"),
+            parse_with("tabulate", "--with"),
+            parse_with(str(mine), "--with"),
+        )
+    )
+    plan = plan_for_cpu()
+    got = project(plan, with_user_packages(build_recipe(plan), user))
+    assert "verl[verl-core]" in got.dependencies
+    assert not any(d.startswith(("-e", "verl[verl-core]==")) for d in got.dependencies)
+    sources = {s.name: dict(s.fields) for s in got.sources}
+    assert sources["verl"] == {"git": "file:///srv/verl", "rev": sha}
+    assert sources["our-reward"] == {"path": str(mine), "editable": True}
+
+
+def plan_for_cpu() -> Plan:
+    from tests.conftest import host  # noqa: PLC0415
+    from verl_setup.matrix.load import load_matrix  # noqa: PLC0415
+    from verl_setup.plan.select import plan_row  # noqa: PLC0415
+    from verl_setup.plan.target import Request, build_target  # noqa: PLC0415
+
+    matrix, machine = load_matrix(None), host()
+    target = build_target(
+        Request(no_gpu=True), env={}, rules=matrix.cuda, detect=lambda: machine, load_host=lambda _p: machine
+    )
+    return plan_row(target, matrix, "cpu")

@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TextIO
 
-from verl_setup.commands.common import extension_requests, plan_for, wheel_sources
+from verl_setup.commands.common import extension_requests, plan_for, wheel_sources, with_user_packages
 from verl_setup.commands.flags import add_plan_flags, add_recipe_flags
 from verl_setup.errors import BadInputError, VerlSetupError
 from verl_setup.output import Progress, emit, envelope
@@ -83,6 +83,13 @@ def _lock_text(
     recipe = resolve_wheels(
         plan, recipe_for(plan, extension_requests(args), env, wheel_sources(args)), progress.say
     )
+    recipe = with_user_packages(args, plan, recipe, env)
+    direct = [r for r in recipe.user.requirements if r.kind != "index"]
+    if direct:
+        raise BadInputError(
+            f"{direct[0].shown()} ({direct[0].origin}): a bundle carries wheels from an index; build it "
+            "into a wheel first (`uv build --wheel`) and give it with --wheel-source DIR"
+        )
     built = [e.name for e in recipe.extensions if e.mode == "build"]
     if built:
         raise BadInputError(_built_refusal(built[0]))

@@ -12,7 +12,7 @@ from verl_setup.plan.target import Request
 from verl_setup.plan.user_packages import UserPackages, collect
 
 if TYPE_CHECKING:
-    from verl_setup.plan.recipe import Choice
+    from verl_setup.plan.recipe import Choice, Recipe
     from verl_setup.plan.select import Plan
 
 
@@ -54,6 +54,29 @@ def user_packages(args: argparse.Namespace) -> UserPackages:
     )
     args._user_packages = packages
     return packages
+
+
+def with_user_packages(
+    args: argparse.Namespace, plan: Plan, recipe: Recipe, env: Mapping[str, str]
+) -> Recipe:
+    """The recipe with the user's packages, git refs at their full commit (a lock, an image and a
+    bundle record the commit); a requirement a row pin refuses stops here (exit 4)."""
+    from verl_setup.environment.install_job import user_recipe  # noqa: PLC0415
+    from verl_setup.plan.verl_source import pin_commits  # noqa: PLC0415
+
+    user = user_packages(args)
+    if not user.requirements:
+        return recipe
+    return user_recipe(plan, recipe, pin_commits(user, dict(env)))
+
+
+def pinned_user_packages(args: argparse.Namespace) -> UserPackages:
+    """The user's packages with every git ref at its full commit (what a rendered file records)."""
+    import os  # noqa: PLC0415
+
+    from verl_setup.plan.verl_source import pin_commits  # noqa: PLC0415
+
+    return pin_commits(user_packages(args), dict(os.environ))
 
 
 def _verl_checkout(args: argparse.Namespace) -> str | None:

@@ -109,7 +109,9 @@ def build(job: Job, progress: Progress) -> tuple[Job, dict[str, Any], Report]:
     def expected_for(snap: Snapshot) -> Expected:
         if lock is not None:
             return from_lock(lock, snap.markers)
-        return from_requirements(f"row {row.id}", list(job.recipe.verify_pins))
+        pins = from_requirements(f"row {row.id}", list(job.recipe.verify_pins))
+        mine = job.recipe.user.requirements
+        return dataclasses.replace(pins, editables=tuple(str(r.path) for r in mine if r.editable and r.path))
 
     python = job.staging / "bin" / "python"
     report = verify_env(

@@ -58,7 +58,7 @@ _KEYS = (
 _INSTALL_KEYS = ("install-uv", "install-pip")
 # Written only when the row builds more than flash-attn against torch ("name=mode version, ..."),
 # and when the recipe installs something after the locked wheels (`then`: each command, "; ").
-_OPTIONAL_KEYS = ("torch-extensions", "then")
+_OPTIONAL_KEYS = ("torch-extensions", "then", "local")  # local: user_lock.local_field
 _URL_PIN_RE = re.compile(r"^([A-Za-z0-9][A-Za-z0-9._-]*) @ (\S+\.whl)\s*\\?$")
 _PIN_RE = re.compile(r"^([A-Za-z0-9][A-Za-z0-9._-]*)(?:\[[^\]]*\])?==([^\s;\\]+)\s*(?:;\s*([^\\]+?))?\s*\\?$")
 
@@ -274,12 +274,14 @@ def then_commands(recipe: Recipe) -> str | None:
 def resolve(plan: Plan, recipe: Recipe, *, uv: str, env: Mapping[str, str], extra: Sequence[str] = ()) -> str:
     """`uv pip compile` of the recipe's final pins (and extension wheels) with hashes for its Python
     and platform (`extra`: more uv flags, such as the output format); return uv's output."""
+    from verl_setup.environment.user_lock import requirement_lines, strip_editables  # noqa: PLC0415
     from verl_setup.environment.uv import compile_command, explain_failure, write_inputs  # noqa: PLC0415
+    from verl_setup.environment.with_resolve import without_binary_only  # noqa: PLC0415
     from verl_setup.util.runner import ProgramError, run  # noqa: PLC0415
 
     row = plan.row
-    final = recipe.step("verl")
-    requirements = list(final.requirements if final else row.requirements())
+    final = recipe.step("with") or recipe.step("verl")  # the user's step asks for every row pin too
+    requirements = requirement_lines(final.requirements) if final else row.requirements()
     requirements += [e.requirement for e in recipe.extensions if e.mode == "wheel"]
     with tempfile.TemporaryDirectory(prefix="verl-setup-lock-") as tmp:
         _, overrides = write_inputs(row, Path(tmp), requirements)
@@ -295,6 +297,8 @@ def resolve(plan: Plan, recipe: Recipe, *, uv: str, env: Mapping[str, str], extr
             hashes=True,
         )
         argv += extra
+        if recipe.user.requirements:
+            argv = without_binary_only(argv)
         try:
             out = run(argv, timeout=COMPILE_TIMEOUT_S, env=env, cwd=tmp)
         except ProgramError as exc:
@@ -303,7 +307,7 @@ def resolve(plan: Plan, recipe: Recipe, *, uv: str, env: Mapping[str, str], extr
         raise InstallError(
             f"row {row.id} does not resolve for Python {plan.python}: {explain_failure(out.stderr)}"
         )
-    return out.stdout
+    return strip_editables(out.stdout) if recipe.user.requirements else out.stdout
 
 
 def lock_fields(plan: Plan, recipe: Recipe, *, uv: str) -> dict[str, str]:
@@ -330,6 +334,11 @@ def lock_fields(plan: Plan, recipe: Recipe, *, uv: str) -> dict[str, str]:
     then = then_commands(recipe)
     if then:
         fields["then"] = then
+    from verl_setup.environment.user_lock import local_field  # noqa: PLC0415
+
+    local = local_field(recipe)
+    if local:
+        fields["local"] = local
     return fields
 
 
@@ -340,8 +349,12 @@ def compile_lock(plan: Plan, recipe: Recipe, *, uv: str, env: Mapping[str, str])
     installs as it stands; a flash-attn to be built is left out and named in the header, with the
     command that builds it after the locked wheels (`then`).
     """
+    from verl_setup.environment.user_lock import without_binary_only  # noqa: PLC0415
+
     body = resolve(plan, recipe, uv=uv, env=env)
     options = body_options(plan.index_url, recipe.sdists)
+    if recipe.user.requirements:
+        options = without_binary_only(options)
     return render(lock_fields(plan, recipe, uv=uv), options + body)
 
 

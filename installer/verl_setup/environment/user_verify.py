@@ -23,6 +23,12 @@ def user_names(record: Mapping[str, Any]) -> dict[str, str]:
     return out
 
 
+def user_editables(record: Mapping[str, Any]) -> tuple[str, ...]:
+    """The folders of the user's editable checkouts a manifest records."""
+    items = [i for i in record.get("with") or () if isinstance(i, dict)]
+    return tuple(str(Path(str(i["path"]))) for i in items if i.get("editable") and i.get("path"))
+
+
 def user_warnings(record: Mapping[str, Any]) -> list[str]:
     """Warnings about the user's editable checkouts as they are now on disk."""
     notes = []
@@ -47,3 +53,17 @@ def _same_line(a: str, b: str) -> bool:
         return Version(a).release[:2] == Version(b).release[:2]
     except InvalidVersion:
         return False
+
+
+def user_lines(record: Mapping[str, Any]) -> list[str]:
+    """`report`'s lines for the user's packages a manifest records, and the packages kept."""
+    lines = []
+    for item in record.get("with") or ():
+        if isinstance(item, dict):
+            where = item.get("url") or item.get("path") or ""
+            how = f" from {where}" + (" (editable)" if item.get("editable") else "") if where else ""
+            lines.append(
+                f"your package {item.get('name')} {item.get('installed')}{how}, asked by {item.get('origin')}"
+            )
+    lines += [f"kept as installed: {name} (--keep)" for name in record.get("keep") or ()]
+    return lines

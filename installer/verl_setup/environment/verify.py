@@ -112,6 +112,9 @@ class Expected:
     python: str | None = None
     user: dict[str, str] = field(default_factory=dict)  # the user's packages: name -> where asked
     notes: tuple[str, ...] = ()  # environment/user_verify.py's warnings
+    # The user's editable checkouts: their own metadata there (an egg-info the editable build
+    # leaves) is the same install as the one in site-packages, not a second copy.
+    editables: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -270,7 +273,7 @@ def from_requirements(source: str, requirements: list[str]) -> Expected:
 
 def from_manifest(path: Path) -> Expected | None:
     """Everything install recorded in the environment's manifest, or None without one."""
-    from verl_setup.environment.user_verify import user_names, user_warnings  # noqa: PLC0415
+    from verl_setup.environment.user_verify import user_editables, user_names, user_warnings  # noqa: PLC0415
 
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
@@ -281,6 +284,7 @@ def from_manifest(path: Path) -> Expected | None:
             python=str(data["python"]["version"]),
             user=user_names(data),
             notes=tuple(user_warnings(data)),
+            editables=user_editables(data),
         )
     except FileNotFoundError:
         return None
@@ -329,7 +333,7 @@ def compare(snap: Snapshot, expected: Expected) -> tuple[list[Finding], list[str
         for name in present[1:] if len(present) > 1 else ():
             note = f"beside {present[0]}: both install the same module, the last one installed wins"
             findings.append(Finding(kind="harmful", name=name, found=have[name], note=note))
-    for name, copies in sorted(snap.duplicates().items()):
+    for name, copies in sorted(_duplicates(snap, expected).items()):
         where = ", ".join(f"{d.version} in {d.location}" for d in copies)
         findings.append(
             Finding(
@@ -339,6 +343,18 @@ def compare(snap: Snapshot, expected: Expected) -> tuple[list[Finding], list[str
     if extras and expected.complete:
         notes.append(f"{len(extras)} more distributions than {expected.source}: {', '.join(extras[:8])}")
     return findings, notes
+
+
+def _duplicates(snap: Snapshot, expected: Expected) -> dict[str, list[Dist]]:
+    """Distributions installed twice, less an editable checkout's own metadata (one install)."""
+    out = {}
+    # A relative location is the probe's working folder (sys.path's ''), the same as ours.
+    mine = {Path(e).resolve() for e in expected.editables}
+    for name, every in snap.duplicates().items():
+        copies = [d for d in every if Path(d.location).resolve() not in mine]
+        if len(copies) > 1:
+            out[name] = copies
+    return out
 
 
 def verify_env(

@@ -105,6 +105,7 @@ def nearest_row(plan: Plan, req: UserRequirement) -> tuple[str, str] | None:
 def resolve_together(plan: Plan, recipe: Recipe, *, uv: str, env: Mapping[str, str]) -> list[Resolved]:
     """ONE `uv pip compile` of the row with the user's packages, the row's pins held as constraints;
     what each user package resolved to. InstallError (one line) on a conflict."""
+    from verl_setup.environment.user_lock import requirement_lines  # noqa: PLC0415
     from verl_setup.environment.uv import compile_command, uv_error, write_inputs  # noqa: PLC0415
     from verl_setup.util.runner import ProgramError, run  # noqa: PLC0415
 
@@ -113,7 +114,7 @@ def resolve_together(plan: Plan, recipe: Recipe, *, uv: str, env: Mapping[str, s
     if step is None or not recipe.user.requirements:
         return []
     with tempfile.TemporaryDirectory(prefix="verl-setup-with-") as tmp:
-        _, overrides = write_inputs(plan.row, Path(tmp), _lines(step.requirements))
+        _, overrides = write_inputs(plan.row, Path(tmp), requirement_lines(step.requirements))
         constraints = Path(tmp) / "constraints.txt"
         constraints.write_text("\n".join(row_constraints(recipe)) + "\n", encoding="utf-8")
         argv = compile_command(
@@ -145,18 +146,6 @@ def without_binary_only(argv: list[str]) -> list[str]:
     return out
 
 
-def _lines(requirements: tuple[str, ...]) -> list[str]:
-    """Step arguments as requirement-file lines (`-e PATH` stays one line)."""
-    lines, pending = [], ""
-    for arg in requirements:
-        if arg == "-e":
-            pending = "-e "
-            continue
-        lines.append(pending + arg)
-        pending = ""
-    return lines
-
-
 def _uv_refusal(plan: Plan, recipe: Recipe, stderr: str, message: str) -> str:
     """uv's conflict in one line: the user's requirement it names, and the row pins it fights."""
     because = next((ln.strip() for ln in stderr.splitlines() if "Because" in ln or "because" in ln), message)
@@ -168,12 +157,20 @@ def _uv_refusal(plan: Plan, recipe: Recipe, stderr: str, message: str) -> str:
     against = (
         f" against row {plan.row.id}'s pin {', '.join(fights[:3])}" if fights else f" with row {plan.row.id}"
     )
-    evidence = ""
+    evidence, nearest = "", ""
     if fights:
         name = fights[0].split("==")[0]
         found = next((v for k, v in plan.row.evidence.items() if canonicalize_name(k) == name), None)
         evidence = f" (evidence: {one_line(found)[:200]})" if found else ""
-    return f"{who} does not resolve{against}{evidence}: {one_line(because)[:400]}; nothing was changed"
+        # uv names the bound the user's package puts on the pinned one: a row whose pin meets it.
+        bound = re.search(rf"depends on {re.escape(name)}([<>=!~][^\s,;]*(?:,[<>=!~][^\s,;]*)*)", because)
+        row = None
+        if bound and mine:
+            wanted = UserRequirement(text=f"{name}{bound[1]}", name=name, origin="", kind="index")
+            row = nearest_row(plan, wanted)
+        nearest = f"; row {row[0]} pins {name}=={row[1]}, which it accepts" if row else ""
+    cause = one_line(because)[:400].removeprefix("cause: ")
+    return f"{who} does not resolve{against}{evidence}: {cause}{nearest}; nothing was changed"
 
 
 def _resolved(recipe: Recipe, output: str) -> list[Resolved]:

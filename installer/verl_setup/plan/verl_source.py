@@ -4,6 +4,7 @@ verl line), a git URL at a commit, a fork. Reads the checkout and asks git; chan
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 from pathlib import Path
 
 from packaging.requirements import Requirement
@@ -11,7 +12,7 @@ from packaging.version import InvalidVersion, Version
 
 from verl_setup.errors import BadInputError, InstallError
 from verl_setup.matrix.schema import Row
-from verl_setup.plan.user_packages import UserRequirement
+from verl_setup.plan.user_packages import UserPackages, UserRequirement
 from verl_setup.util.bounded import one_line
 
 VERSION_FILE = Path("verl") / "version" / "version"
@@ -101,3 +102,14 @@ def at_commit(req: UserRequirement, sha: str) -> str:
     repo, _ = split_ref(parsed.url or "")
     extras = f"[{','.join(sorted(parsed.extras))}]" if parsed.extras else ""
     return f"{parsed.name}{extras} @ git+{repo}@{sha}"
+
+
+def pin_commits(user: UserPackages, env: dict[str, str] | None = None) -> UserPackages:
+    """Every git requirement at its full commit (what a lock, an image or a bundle records)."""
+    out = []
+    for req in user.requirements:
+        if req.kind == "git" and req.url is not None:
+            sha = pinned_commit(req.url, env=env)
+            req = replace(req, text=at_commit(req, sha))  # noqa: PLW2901  # the same requirement, pinned
+        out.append(req)
+    return replace(user, requirements=tuple(out))
