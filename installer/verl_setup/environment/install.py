@@ -92,6 +92,8 @@ def build(job: Job, progress: Progress) -> tuple[Job, dict[str, Any], Report]:
     write_inputs(row, job.staging / INPUTS, final.requirements if final else None)
     for command in job.commands[1:]:
         title = command.step.title if command.step else f"syncing {lock.path.name if lock else 'the lock'}"
+        if command.what in ("local", "git"):  # the lock's header steps (environment/user_lock.py)
+            title = f"your {'checkouts' if command.what == 'local' else 'git refs'}, after the lock's wheels"
         progress.step(command.what, title)
         if command.what == "flash-attn" and job.recipe.flash_attn and job.recipe.flash_attn.mode == "wheel":
             _check_abi(job)

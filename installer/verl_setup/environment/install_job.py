@@ -79,19 +79,18 @@ def uv_commands(
         # Every distribution of a lock is a hashed wheel (flash-attn included, when a prebuilt
         # wheel exists), so one sync installs them without building anything; a flash-attn that
         # must be built against torch still comes after it, as in the recipe.
-        commands.append(
-            Command(
-                what="lock",
-                argv=sync_command(
-                    uv,
-                    python_exe=Path(python_exe),
-                    lock=(lock.path if bundle is None else bundle.sync_file).absolute(),
-                    index_url=lock.index_url if bundle is None else None,
-                    sdists=recipe.sdists,
-                )
-                + offline,
-            )
+        sync = sync_command(
+            uv,
+            python_exe=Path(python_exe),
+            lock=(lock.path if bundle is None else bundle.sync_file).absolute(),
+            index_url=lock.index_url if bundle is None else None,
+            sdists=recipe.sdists,
         )
+        if lock.fields.get("with"):  # the user's packages: wheel or sdist, as uv's default
+            from verl_setup.environment.with_resolve import without_binary_only  # noqa: PLC0415
+
+            sync = without_binary_only(sync)
+        commands.append(Command(what="lock", argv=sync + offline))
         # The lock holds no package installed without its dependencies: they come after it.
         steps = after_lock(recipe)
     else:
@@ -99,6 +98,15 @@ def uv_commands(
     for step in steps:
         argv = [uv, "pip", "install", "--python", python_exe, *step.pip_args(overrides), *offline]
         commands.append(Command(what=step.name, argv=argv, env=step.env, step=step))
+    if lock is not None:
+        from verl_setup.environment.user_lock import local_command  # noqa: PLC0415
+
+        # The checkouts and git refs the lock could not hash, after its wheels (their dependencies are in it).
+        commands += [
+            Command(what=key, argv=local_command(uv, python_exe, lock.fields[key]))
+            for key in ("local", "git")
+            if lock.fields.get(key)
+        ]
     return commands
 
 

@@ -58,7 +58,8 @@ _KEYS = (
 _INSTALL_KEYS = ("install-uv", "install-pip")
 # Written only when the row builds more than flash-attn against torch ("name=mode version, ..."),
 # and when the recipe installs something after the locked wheels (`then`: each command, "; ").
-_OPTIONAL_KEYS = ("torch-extensions", "then", "local")  # local: user_lock.local_field
+# with, local, git: the user's packages (environment/user_lock.py)
+_OPTIONAL_KEYS = ("torch-extensions", "then", "with", "local", "git")
 _URL_PIN_RE = re.compile(r"^([A-Za-z0-9][A-Za-z0-9._-]*) @ (\S+\.whl)\s*\\?$")
 _PIN_RE = re.compile(r"^([A-Za-z0-9][A-Za-z0-9._-]*)(?:\[[^\]]*\])?==([^\s;\\]+)\s*(?:;\s*([^\\]+?))?\s*\\?$")
 
@@ -334,11 +335,15 @@ def lock_fields(plan: Plan, recipe: Recipe, *, uv: str) -> dict[str, str]:
     then = then_commands(recipe)
     if then:
         fields["then"] = then
-    from verl_setup.environment.user_lock import local_field  # noqa: PLC0415
+    from verl_setup.environment.user_lock import git_field, local_field, with_field  # noqa: PLC0415
 
-    local = local_field(recipe)
-    if local:
-        fields["local"] = local
+    for key, value in (
+        ("with", with_field(recipe)),
+        ("local", local_field(recipe)),
+        ("git", git_field(recipe)),
+    ):
+        if value:
+            fields[key] = value
     return fields
 
 

@@ -4,12 +4,9 @@ name, is left out of the hashed body and recorded as a local step in the sealed 
 
 from __future__ import annotations
 
-import re
 import shlex
 
 from verl_setup.plan.recipe import Recipe
-
-_EDITABLE = re.compile(r"^-e\s+\S+.*$", re.MULTILINE)
 
 
 def local_editables(recipe: Recipe) -> list[str]:
@@ -41,9 +38,42 @@ def local_warnings(recipe: Recipe) -> list[str]:
     ]
 
 
+def git_field(recipe: Recipe) -> str | None:
+    """The header's `git` step: each git ref at its full commit, installed after the lock's wheels
+    (uv and pip refuse a line without a hash in a hashed file; a full commit names the tree)."""
+    refs = [r for r in recipe.user.requirements if r.kind == "git"]
+    if not refs:
+        return None
+    lines = []
+    for req in refs:
+        extras = set(req.extras) | (set(recipe.row.verl.extras) if req.name == "verl" else set())
+        lines.append(f"{req.name}{'[' + ','.join(sorted(extras)) + ']' if extras else ''} @ {req.url}")
+    return shlex.join(["uv", "pip", "install", "--no-deps", *lines])
+
+
+def with_field(recipe: Recipe) -> str | None:
+    """The header's `with`: the names of the user's packages (install --lock then takes sdists too)."""
+    return ", ".join(r.name for r in recipe.user.requirements) or None
+
+
 def strip_editables(body: str) -> str:
-    """uv's output without its `-e` lines (and the `# via` notes under them stay harmless)."""
-    return _EDITABLE.sub("", body).replace("\n\n", "\n")
+    """uv's output without its `-e` and git lines (the header's steps) and the `# via` notes under them."""
+    out, dropping = [], False
+    for line in body.splitlines(keepends=True):
+        if line.startswith("-e ") or " @ git+" in line.split("#", 1)[0]:
+            dropping = True
+            continue
+        if dropping and line.lstrip().startswith("#") and line[:1].isspace():
+            continue
+        dropping = False
+        out.append(line)
+    return "".join(out)
+
+
+def local_command(uv: str, python_exe: str, field: str) -> list[str]:
+    """The lock's `local` step as this machine's uv command into the interpreter's environment."""
+    argv = shlex.split(field)
+    return [uv, "pip", "install", "--python", python_exe, *argv[3:]]
 
 
 def requirement_lines(requirements: tuple[str, ...]) -> list[str]:
