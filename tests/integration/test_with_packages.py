@@ -138,3 +138,22 @@ def test_a_verl_checkout_is_editable_and_a_new_module_imports_without_reinstall(
     (checkout / "verl" / "version" / "version").write_text("0.1.0\n")
     moved = cli("verify", "--prefix", str(prefix), "--no-import")
     assert "is now 0.1.0, outside the row's verl line" in moved.stdout
+
+
+def test_keep_holds_the_sites_own_build_and_verify_reads_it(old_env: Path, tmp_path: Path) -> None:
+    prefix = copy_env(old_env, tmp_path / "site" / "env")
+    # The site's own build of a row package: here a newer idna than the row's 3.7.
+    subprocess.run(
+        [find_uv(), "pip", "install", "--python", str(prefix / "bin" / "python"), "idna==3.8"], check=True
+    )
+    result = install(prefix, "--verl", "0.0.1", "--keep", "idna")
+    assert result.returncode == 0, result.stderr
+    assert "idna 3.8 (--keep)" in result.stderr
+    assert python(prefix, "import idna, six; print(idna.__version__, six.__version__)") == "3.8 1.16.0"
+    assert json.loads((prefix / "verl-setup.json").read_text())["keep"] == {"idna": "3.8"}
+    verified = cli("verify", "--prefix", str(prefix), "--no-import")
+    assert verified.returncode == 0, verified.stdout
+    assert "ABI check" in verified.stdout
+    refused = cli("lock", "--matrix", str(TINY_MATRIX), "--keep", "idna")
+    assert refused.returncode == 2
+    assert "--keep idna keeps a package as the environment at the prefix has it" in refused.stderr

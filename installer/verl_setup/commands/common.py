@@ -65,6 +65,7 @@ def with_user_packages(
     from verl_setup.plan.verl_source import pin_commits  # noqa: PLC0415
 
     user = user_packages(args)
+    _no_keep(user)
     if not user.requirements:
         return recipe
     return user_recipe(plan, recipe, pin_commits(user, dict(env)))
@@ -76,7 +77,17 @@ def pinned_user_packages(args: argparse.Namespace) -> UserPackages:
 
     from verl_setup.plan.verl_source import pin_commits  # noqa: PLC0415
 
-    return pin_commits(user_packages(args), dict(os.environ))
+    return pin_commits(_no_keep(user_packages(args)), dict(os.environ))
+
+
+def _no_keep(user: UserPackages) -> UserPackages:
+    """--keep names what an environment already has: only install has one."""
+    if user.keep:
+        raise BadInputError(
+            f"--keep {user.keep[0]} keeps a package as the environment at the prefix has it: it is an "
+            "install flag (a lock, a rendered file or a bundle has no installed environment to keep from)"
+        )
+    return user
 
 
 def _verl_checkout(args: argparse.Namespace) -> str | None:

@@ -88,8 +88,16 @@ def build(job: Job, progress: Progress) -> tuple[Job, dict[str, Any], Report]:
         "venv", f"creating {job.staging.name} beside {layout.prefix.name} (Python {job.choice.version})"
     )
     job = _make_venv(job, progress)
+    from verl_setup.environment.user_lock import requirement_lines  # noqa: PLC0415
+
     final = job.recipe.step("verl")
-    write_inputs(row, job.staging / INPUTS, final.requirements if final else None)
+    lines = requirement_lines(final.requirements) if final else None
+    write_inputs(row, job.staging / INPUTS, lines, overrides_lines=job.recipe.overrides)
+    if job.kept:
+        from verl_setup.environment.keep import copy_kept  # noqa: PLC0415
+
+        progress.step("keep", f"{', '.join(job.kept)} as the environment at {layout.prefix} has it")
+        copy_kept(job.kept, job.staging)
     for command in job.commands[1:]:
         title = command.step.title if command.step else f"syncing {lock.path.name if lock else 'the lock'}"
         if command.what in ("local", "git"):  # the lock's header steps (environment/user_lock.py)
@@ -253,13 +261,20 @@ def manifest(job: Job, report: Report) -> dict[str, Any]:
             for name, url in plan.row.sources.items()
         },
         "with": user_record(job, snap.versions()),
-        "keep": list(job.recipe.user.keep),
+        "keep": {name: version_of(info) for name, info in job.kept.items()},
         "platform": snap.platform,
         "facts": plan.target.facts_json(),
         "warnings": [*plan.warnings, *job.recipe.warnings, *([choice.warning] if choice.warning else [])],
         "distributions": dict(sorted(snap.versions().items())),
         "import_probe": None if report.probe is None else report.probe.to_json(),
     }
+
+
+def version_of(info: Path) -> str:
+    """The version a kept package's .dist-info records."""
+    from verl_setup.environment.keep import version_of as read  # noqa: PLC0415
+
+    return read(info)
 
 
 def user_record(job: Job, installed: Mapping[str, str]) -> list[dict[str, Any]]:

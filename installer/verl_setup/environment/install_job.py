@@ -128,6 +128,7 @@ class Job:
     import_timeout: float | None
     bundle: Bundle | None = None
     resolved: tuple[Resolved, ...] = ()  # the user's packages, as the resolve with the row gave them
+    kept: dict[str, Path] = dataclasses.field(default_factory=dict)  # --keep: name -> its .dist-info
 
 
 def prepare(options: InstallOptions, env: Mapping[str, str], progress: Progress) -> Job:
@@ -183,6 +184,13 @@ def prepare(options: InstallOptions, env: Mapping[str, str], progress: Progress)
     progress.step("python", f"{choice.version} from {choice.source} ({choice.request})")
     if choice.warning:
         progress.say(f"warning: {choice.warning}")
+    kept: dict[str, Path] = {}
+    if options.user.keep:
+        from verl_setup.environment.keep import installed, keep_recipe, version_of  # noqa: PLC0415
+
+        kept = installed(prefix, options.user.keep)
+        recipe = keep_recipe(recipe, {n: version_of(i) for n, i in kept.items()})
+        progress.step("keep", ", ".join(f"{n} {version_of(i)} (--keep)" for n, i in kept.items()))
     layout = Layout(prefix=prefix)
     staging = layout.staging(os.getpid())
     return Job(
@@ -199,6 +207,7 @@ def prepare(options: InstallOptions, env: Mapping[str, str], progress: Progress)
         env=env,
         import_timeout=options.import_timeout,
         bundle=bundle,
+        kept=kept,
     )
 
 

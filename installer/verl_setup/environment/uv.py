@@ -27,17 +27,22 @@ def python_platform(row: Row) -> str:
 
 
 def write_inputs(
-    row: Row, folder: Path, requirements_lines: Sequence[str] | None = None
+    row: Row,
+    folder: Path,
+    requirements_lines: Sequence[str] | None = None,
+    overrides_lines: Sequence[str] | None = None,
 ) -> tuple[Path, Path | None]:
-    """requirements.in (the row's pins unless given) and overrides.txt when the row has overrides."""
+    """requirements.in (the row's pins unless given) and overrides.txt when the row has overrides
+    (or `overrides_lines`: the recipe's, which --keep extends)."""
     folder.mkdir(parents=True, exist_ok=True)
     requirements = folder / "requirements.in"
     lines = row.requirements() if requirements_lines is None else requirements_lines
     requirements.write_text("\n".join(lines) + "\n", encoding="utf-8")
     overrides = None
-    if row.overrides:
+    held = row.overrides if overrides_lines is None else overrides_lines
+    if held:
         overrides = folder / "overrides.txt"
-        overrides.write_text("\n".join(row.overrides) + "\n", encoding="utf-8")
+        overrides.write_text("\n".join(held) + "\n", encoding="utf-8")
     return requirements, overrides
 
 
