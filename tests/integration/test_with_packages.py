@@ -157,3 +157,29 @@ def test_keep_holds_the_sites_own_build_and_verify_reads_it(old_env: Path, tmp_p
     refused = cli("lock", "--matrix", str(TINY_MATRIX), "--keep", "idna")
     assert refused.returncode == 2
     assert "--keep idna keeps a package as the environment at the prefix has it" in refused.stderr
+
+
+def test_a_bundle_carries_a_checkout_as_the_wheel_built_from_it(tmp_path: Path) -> None:
+    checkout = fake_verl(tmp_path / "verl")
+    bundle = tmp_path / "bundle"
+    made = cli(
+        "bundle", "--matrix", str(TINY_MATRIX), "--with-editable", str(checkout), "--with", "tabulate",
+        "--no-python", "--out", str(bundle),
+    )  # fmt: skip
+    assert made.returncode == 0, made.stderr
+    wheels = sorted(p.name for p in (bundle / "wheels").iterdir())
+    assert any(w.startswith("verl-0.0.1+fork-") for w in wheels), wheels
+    assert any(w.startswith("tabulate-") for w in wheels), wheels
+    prefix = tmp_path / "env"
+    installed = cli(
+        "install",
+        "--matrix",
+        str(TINY_MATRIX),
+        "--offline",
+        str(bundle),
+        "--prefix",
+        str(prefix),
+        "--no-import",
+    )
+    assert installed.returncode == 0, installed.stderr
+    assert python(prefix, "import verl, tabulate; print(verl.FORK)") == "True"

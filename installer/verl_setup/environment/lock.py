@@ -216,7 +216,10 @@ def parse(text: str, path: Path) -> Lock:
             # A prebuilt wheel: its file name carries a local label (+cu12torch2.8...) that the
             # installed metadata does not, so the public version is what verify compares.
             name, version, _, _ = parse_wheel_filename(unquote(url[2].rsplit("/", 1)[-1]))
-            pins.append(Pin(name=canonicalize_name(name), version=version.public))
+            # ... but a wheel of the user's own (a bundle's build of their checkout) keeps its label.
+            theirs = {canonicalize_name(n.strip()) for n in fields.get("with", "").split(",")}
+            shown = str(version) if canonicalize_name(name) in theirs else version.public
+            pins.append(Pin(name=canonicalize_name(name), version=shown))
     if not pins:
         raise BadInputError(f"{path}: the lock pins no distributions")
     return Lock(path=path, fields=fields, pins=tuple(pins))
