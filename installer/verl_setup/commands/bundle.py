@@ -42,7 +42,7 @@ def run(args: argparse.Namespace, env: Mapping[str, str], out: TextIO) -> int:
     try:
         uv, env_for_uv = find_uv(), uv_env(base=env, warn=progress.say)
         with tempfile.TemporaryDirectory(prefix="verl-setup-user-wheels-") as built:
-            text = _lock_text(args, env, uv, env_for_uv, progress, built=Path(built))
+            text = _lock_text(args, env, uv, env_for_uv, progress, wheels_dir=Path(built))
             job = BundleJob(
                 lock_text=text,
                 out=args.out,
@@ -68,7 +68,7 @@ def _lock_text(
     env_for_uv: Mapping[str, str],
     progress: Progress,
     *,
-    built: Path,
+    wheels_dir: Path,
 ) -> str:
     """The sealed lock to bundle: --lock FILE as it is, else the planned row's, made as `lock` makes it."""
     from verl_setup.environment.lock import compile_lock, parse, read_lock  # noqa: PLC0415
@@ -94,7 +94,7 @@ def _lock_text(
 
         # A checkout or a git ref travels as the wheel built from it (an editable one included).
         progress.step("build", "wheels of your checkouts and git refs (uv build --wheel)")
-        user = as_wheels(recipe.user, built, uv=uv, env=env_for_uv)
+        user = as_wheels(recipe.user, wheels_dir, uv=uv, env=env_for_uv)
         base = recipe_for(plan, extension_requests(args), env, wheel_sources(args))
         recipe = with_packages(resolve_wheels(plan, base, progress.say), user)
     built = [e.name for e in recipe.extensions if e.mode == "build"]
