@@ -40,6 +40,7 @@ from verl_setup.environment.staging import (
     remove_tree,
     swap,
 )
+from verl_setup.environment.user_install import kept_record, resolve_user_packages, user_record
 from verl_setup.environment.uv import uv_error
 from verl_setup.environment.verify import (
     MANIFEST,
@@ -205,19 +206,6 @@ def _check_abi(job: Job) -> None:
         )
 
 
-def resolve_user_packages(job: Job, progress: Progress) -> Job:
-    """The user's packages resolved with the row in one uv resolve before anything changes: a
-    conflict stops the install here (exit 4), with the prefix untouched and no staging left."""
-    if job.lock is not None or not job.recipe.user.requirements:
-        return job
-    from verl_setup.environment.with_resolve import resolve_together  # noqa: PLC0415
-
-    resolved = resolve_together(job.plan, job.recipe, uv=job.uv, env=job.uv_env)
-    shown = ", ".join(f"{r.requirement.name} {r.version or r.url}" for r in resolved)
-    progress.step("with", f"resolved with row {job.plan.row.id}'s pins held: {shown}")
-    return dataclasses.replace(job, resolved=tuple(resolved))
-
-
 def manifest(job: Job, report: Report) -> dict[str, Any]:
     """The record written into the venv: what was asked, what was used, what got installed."""
     from verl_setup.environment.uv import uv_version  # noqa: PLC0415
@@ -261,34 +249,13 @@ def manifest(job: Job, report: Report) -> dict[str, Any]:
             for name, url in plan.row.sources.items()
         },
         "with": user_record(job, snap.versions()),
-        "keep": {name: version_of(info) for name, info in job.kept.items()},
+        "keep": kept_record(job),
         "platform": snap.platform,
         "facts": plan.target.facts_json(),
         "warnings": [*plan.warnings, *job.recipe.warnings, *([choice.warning] if choice.warning else [])],
         "distributions": dict(sorted(snap.versions().items())),
         "import_probe": None if report.probe is None else report.probe.to_json(),
     }
-
-
-def version_of(info: Path) -> str:
-    """The version a kept package's .dist-info records."""
-    from verl_setup.environment.keep import version_of as read  # noqa: PLC0415
-
-    return read(info)
-
-
-def user_record(job: Job, installed: Mapping[str, str]) -> list[dict[str, Any]]:
-    """The manifest's record of the user's packages: what was asked, from where, what got in."""
-    from verl_setup.plan.verl_source import checkout_version  # noqa: PLC0415
-
-    out = []
-    for req in job.recipe.user.requirements:
-        item: dict[str, Any] = {**req.to_json(), "installed": installed.get(req.name)}
-        if req.name == "verl" and req.path is not None:
-            item["checkout_version"] = checkout_version(req.path)
-            item["row_verl"] = job.plan.row.verl.version
-        out.append(item)
-    return out
 
 
 def _no_space(job: Job, stderr: str, env: Mapping[str, str]) -> str:
@@ -383,7 +350,7 @@ def install(
                 write_dry_run(job, out)
                 return None
             prefix = job.layout.prefix
-            job = resolve_user_packages(job, progress)
+            job = resolve_user_packages(job, progress)  # one resolve with the row, before any change
             with install_lock(job.layout, wait_s=options.wait_s, say=progress.say):
                 clean_leftovers(job.layout, progress.say)
                 try:

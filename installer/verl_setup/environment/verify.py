@@ -94,10 +94,12 @@ class Snapshot:
             out.setdefault(d.name, d.version)
         return out
 
-    def duplicates(self) -> dict[str, list[Dist]]:
-        """Distributions installed more than once on sys.path."""
+    def duplicates(self, editables: tuple[str, ...] = ()) -> dict[str, list[Dist]]:
+        """Distributions installed more than once on sys.path (an editable checkout's own metadata,
+        a relative location being the probe's and our working folder, is the same install)."""
         seen: dict[str, list[Dist]] = {}
-        for d in self.dists:
+        mine = {Path(e).resolve() for e in editables}
+        for d in (d for d in self.dists if Path(d.location).resolve() not in mine):
             seen.setdefault(d.name, []).append(d)
         return {name: copies for name, copies in seen.items() if len(copies) > 1}
 
@@ -112,9 +114,7 @@ class Expected:
     python: str | None = None
     user: dict[str, str] = field(default_factory=dict)  # the user's packages: name -> where asked
     notes: tuple[str, ...] = ()  # environment/user_verify.py's warnings
-    # The user's editable checkouts: their own metadata there (an egg-info the editable build
-    # leaves) is the same install as the one in site-packages, not a second copy.
-    editables: tuple[str, ...] = ()
+    editables: tuple[str, ...] = ()  # the user's checkouts: their egg-info is no second copy
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -333,7 +333,7 @@ def compare(snap: Snapshot, expected: Expected) -> tuple[list[Finding], list[str
         for name in present[1:] if len(present) > 1 else ():
             note = f"beside {present[0]}: both install the same module, the last one installed wins"
             findings.append(Finding(kind="harmful", name=name, found=have[name], note=note))
-    for name, copies in sorted(_duplicates(snap, expected).items()):
+    for name, copies in sorted(snap.duplicates(expected.editables).items()):
         where = ", ".join(f"{d.version} in {d.location}" for d in copies)
         findings.append(
             Finding(
@@ -343,18 +343,6 @@ def compare(snap: Snapshot, expected: Expected) -> tuple[list[Finding], list[str
     if extras and expected.complete:
         notes.append(f"{len(extras)} more distributions than {expected.source}: {', '.join(extras[:8])}")
     return findings, notes
-
-
-def _duplicates(snap: Snapshot, expected: Expected) -> dict[str, list[Dist]]:
-    """Distributions installed twice, less an editable checkout's own metadata (one install)."""
-    out = {}
-    # A relative location is the probe's working folder (sys.path's ''), the same as ours.
-    mine = {Path(e).resolve() for e in expected.editables}
-    for name, every in snap.duplicates().items():
-        copies = [d for d in every if Path(d.location).resolve() not in mine]
-        if len(copies) > 1:
-            out[name] = copies
-    return out
 
 
 def verify_env(

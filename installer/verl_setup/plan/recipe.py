@@ -1,9 +1,7 @@
-"""Plan -> Recipe: the one ordered install procedure, as typed steps, which `install` executes,
-`render venv` prints as a shell script and `render docker` as a Dockerfile. Order: the venv with
-the exact Python, torch from its index, the engine and its companions (torch pinned again), each
-package built against torch (flash-attn, TransformerEngine's torch module, apex) in a step of its
-own (a prebuilt wheel, a build on request, or left out), then verl with every pin again, then
-verify. A new step is written here once."""
+"""Plan -> Recipe: the one ordered install, as typed steps, which `install` runs and `render venv/docker`
+print. Order: the venv with the exact Python, torch from its index, the engine and its companions (torch
+pinned again), each package built against torch (flash-attn, TransformerEngine's torch module, apex) in
+a step of its own (a prebuilt wheel, a build, or left out), verl with every pin again, verify."""
 
 from __future__ import annotations
 
@@ -82,9 +80,7 @@ class Step:
     env: tuple[tuple[str, str], ...] = ()
     # Wheels only, except these sdists (the row's `sdists`, and the package a build step builds).
     sdists: tuple[str, ...] = ()
-    # False for the user's packages (plan/user_recipe.py): uv's default, wheel or sdist, as a uv
-    # user expects of their own packages (word2number has no wheel at all).
-    binary_only: bool = True
+    binary_only: bool = True  # False: the user's own (plan/user_recipe.py), wheel or sdist as uv does
 
     def pip_args(self, overrides_file: str) -> list[str]:
         """Everything after `uv pip install --python PY`: the same in all three renderings."""
@@ -99,8 +95,7 @@ class Step:
             args += ["--no-build-package", name]
         if self.overrides:
             args += ["--override", overrides_file]
-        if self.binary_only:
-            args += binary_only(self.sdists)
+        args += binary_only(self.sdists) if self.binary_only else []
         if self.no_build_isolation:
             args.append("--no-build-isolation")
         if self.no_deps:

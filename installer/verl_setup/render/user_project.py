@@ -9,13 +9,15 @@ from pathlib import Path
 from verl_setup.plan.recipe import Recipe
 from verl_setup.plan.user_packages import UserRequirement
 from verl_setup.plan.verl_source import split_ref
-from verl_setup.render.uv_project import Source
+
+# One `[tool.uv.sources]` entry: name, (key, value) fields, why (uv_project.Source is built from it).
+SourceEntry = tuple[str, tuple[tuple[str, str | bool], ...], str]
 
 
-def user_dependencies(recipe: Recipe, project_dir: Path | None = None) -> tuple[list[str], list[Source]]:
+def user_dependencies(recipe: Recipe, project_dir: Path | None = None) -> tuple[list[str], list[SourceEntry]]:
     """The dependencies and sources the user's packages add (verl with the row's extras)."""
     deps: list[str] = []
-    sources: list[Source] = []
+    sources: list[SourceEntry] = []
     for req in recipe.user.requirements:
         extras = set(req.extras) | (set(recipe.row.verl.extras) if req.name == "verl" else set())
         name = req.name + (f"[{','.join(sorted(extras))}]" if extras else "")
@@ -27,15 +29,15 @@ def user_dependencies(recipe: Recipe, project_dir: Path | None = None) -> tuple[
     return deps, sources
 
 
-def _source(req: UserRequirement, project_dir: Path | None) -> Source:
+def _source(req: UserRequirement, project_dir: Path | None) -> SourceEntry:
     why = f"your package ({req.origin})"
     if req.kind == "git" and req.url:
         repo, rev = split_ref(req.url)
         fields: tuple[tuple[str, str | bool], ...] = (("git", repo),) + ((("rev", rev),) if rev else ())
-        return Source(name=req.name, fields=fields, why=why)
+        return req.name, fields, why
     if req.kind == "path" and req.path is not None:
         path = str(req.path)
         if project_dir is not None and req.path.is_relative_to(project_dir):
             path = str(req.path.relative_to(project_dir))
-        return Source(name=req.name, fields=(("path", path), ("editable", req.editable)), why=why)
-    return Source(name=req.name, fields=(("url", req.url or req.text),), why=why)
+        return req.name, (("path", path), ("editable", req.editable)), why
+    return req.name, (("url", req.url or req.text),), why

@@ -94,7 +94,8 @@ def project(plan: Plan, recipe: Recipe) -> Project:
     if recipe.user.requirements:
         from verl_setup.render.user_project import user_dependencies  # noqa: PLC0415
 
-        theirs, sources = user_dependencies(recipe)
+        theirs, entries = user_dependencies(recipe)
+        sources = [Source(name=n, fields=f, why=w) for n, f, w in entries]
         mine = {d for d in deps if _name(d) != "verl" and not d.startswith(("-", "/"))}
         deps = [d for d in deps if d in mine] + theirs if recipe.user.verl else deps + theirs
     if plan.index_url is not None:
