@@ -26,6 +26,7 @@ from verl_setup.environment.image import (
     push,
     verify_in_image,
 )
+from verl_setup.environment.install_job import user_recipe
 from verl_setup.errors import BadInputError, CheckFailedError
 from verl_setup.output import envelope
 from verl_setup.plan.recipe import build_recipe
@@ -106,6 +107,7 @@ def run(args: argparse.Namespace, env: Mapping[str, str], out: TextIO) -> int:
         env=os.environ,
         missing="build",
     )
+    recipe = user_recipe(plan, recipe, options.user)  # a verl of the user's is not the row's pin
     checked = verify_in_image(engine, args.tag, list(recipe.verify_pins))
     if checked["mismatches"]:
         raise CheckFailedError(f"{args.tag}: pins not satisfied inside the image: {checked['mismatches']}")
