@@ -122,6 +122,8 @@ def test_a_git_verl_locks_at_its_full_commit_and_installs_from_it(tmp_path: Path
     installed = install(prefix, "--lock", str(out), "--no-import")
     assert installed.returncode == 0, installed.stderr
     assert python(prefix, "import verl; print(verl.FORK)") == "True"
+    record = json.loads((prefix / "verl-setup.json").read_text())
+    assert record["with"] == [{"name": "verl", "origin": "lock git.lock", "installed": "0.0.1+fork"}]
 
 
 def test_a_verl_checkout_is_editable_and_a_new_module_imports_without_reinstall(tmp_path: Path) -> None:

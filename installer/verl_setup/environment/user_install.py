@@ -36,6 +36,12 @@ def user_record(job: Job, installed: Mapping[str, str]) -> list[dict[str, Any]]:
     from verl_setup.plan.verl_source import checkout_version  # noqa: PLC0415
 
     out = []
+    if job.lock is not None and job.lock.fields.get("with"):  # the user's packages a lock carries
+        from packaging.utils import canonicalize_name  # noqa: PLC0415
+
+        for name in (canonicalize_name(n.strip()) for n in job.lock.fields["with"].split(",")):
+            origin = f"lock {job.lock.path.name}"
+            out.append({"name": name, "origin": origin, "installed": installed.get(name)})
     for req in job.recipe.user.requirements:
         item: dict[str, Any] = {**req.to_json(), "installed": installed.get(req.name)}
         if req.name == "verl" and req.path is not None:
