@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import argparse
+import tempfile
 from collections.abc import Mapping
 from pathlib import Path
 from typing import TextIO
 
-from verl_setup.commands.common import extension_requests, plan_for, wheel_sources
+from verl_setup.commands.common import extension_requests, plan_for, wheel_sources, with_user_packages
 from verl_setup.commands.flags import add_plan_flags, add_recipe_flags
 from verl_setup.errors import BadInputError, VerlSetupError
 from verl_setup.output import Progress, emit, envelope
@@ -40,16 +41,17 @@ def run(args: argparse.Namespace, env: Mapping[str, str], out: TextIO) -> int:
     progress = Progress(quiet=args.quiet)
     try:
         uv, env_for_uv = find_uv(), uv_env(base=env, warn=progress.say)
-        text = _lock_text(args, env, uv, env_for_uv, progress)
-        job = BundleJob(
-            lock_text=text,
-            out=args.out,
-            uv=uv,
-            uv_env=env_for_uv,
-            python_build=not args.no_python,
-            wait_s=args.wait,
-        )
-        result = make_bundle(job, progress)
+        with tempfile.TemporaryDirectory(prefix="verl-setup-user-wheels-") as built:
+            text = _lock_text(args, env, uv, env_for_uv, progress, wheels_dir=Path(built))
+            job = BundleJob(
+                lock_text=text,
+                out=args.out,
+                uv=uv,
+                uv_env=env_for_uv,
+                python_build=not args.no_python,
+                wait_s=args.wait,
+            )
+            result = make_bundle(job, progress)
     except VerlSetupError as exc:
         if args.json:
             emit(out, "bundle", {"seconds": progress.elapsed(), "steps": progress.steps}, exc)
@@ -65,6 +67,8 @@ def _lock_text(
     uv: str,
     env_for_uv: Mapping[str, str],
     progress: Progress,
+    *,
+    wheels_dir: Path,
 ) -> str:
     """The sealed lock to bundle: --lock FILE as it is, else the planned row's, made as `lock` makes it."""
     from verl_setup.environment.lock import compile_lock, parse, read_lock  # noqa: PLC0415
@@ -83,6 +87,16 @@ def _lock_text(
     recipe = resolve_wheels(
         plan, recipe_for(plan, extension_requests(args), env, wheel_sources(args)), progress.say
     )
+    recipe = with_user_packages(args, plan, recipe, env)
+    if any(r.kind in ("path", "git") for r in recipe.user.requirements):
+        from verl_setup.environment.user_wheels import as_wheels  # noqa: PLC0415
+        from verl_setup.plan.user_recipe import with_user_packages as with_packages  # noqa: PLC0415
+
+        # A checkout or a git ref travels as the wheel built from it (an editable one included).
+        progress.step("build", "wheels of your checkouts and git refs (uv build --wheel)")
+        user = as_wheels(recipe.user, wheels_dir, uv=uv, env=env_for_uv)
+        base = recipe_for(plan, extension_requests(args), env, wheel_sources(args))
+        recipe = with_packages(resolve_wheels(plan, base, progress.say), user)
     built = [e.name for e in recipe.extensions if e.mode == "build"]
     if built:
         raise BadInputError(_built_refusal(built[0]))

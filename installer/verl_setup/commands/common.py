@@ -9,9 +9,10 @@ from typing import TYPE_CHECKING, Any
 from verl_setup.errors import BadInputError
 from verl_setup.plan.make import PlanInputs, make_plan
 from verl_setup.plan.target import Request
+from verl_setup.plan.user_packages import UserPackages, collect
 
 if TYPE_CHECKING:
-    from verl_setup.plan.recipe import Choice
+    from verl_setup.plan.recipe import Choice, Recipe
     from verl_setup.plan.select import Plan
 
 
@@ -37,7 +38,67 @@ def plan_inputs(args: argparse.Namespace) -> PlanInputs:
         rocm=getattr(args, "rocm", None),
         **config_of(args),
     )
-    return PlanInputs(request=request, matrix=args.matrix, row=args.row)
+    return PlanInputs(request=request, matrix=args.matrix, row=args.row, verl_checkout=_verl_checkout(args))
+
+
+def user_packages(args: argparse.Namespace) -> UserPackages:
+    """--with/--with-requirements/--with-editable/--keep and the team config's with* keys (memoized
+    on args: several callers ask, and each parse reads the checkouts)."""
+    cached = getattr(args, "_user_packages", None)
+    if isinstance(cached, UserPackages):
+        return cached
+    found = getattr(args, "team_config", None)
+    packages = collect(
+        with_=list(getattr(args, "with_", None) or ()),
+        with_requirements=list(getattr(args, "with_requirements", None) or ()),
+        with_editable=list(getattr(args, "with_editable", None) or ()),
+        keep=list(getattr(args, "keep", None) or ()),
+        config=None if found is None else dict(found.lists),
+        config_path=None if found is None else found.path,
+    )
+    args._user_packages = packages
+    return packages
+
+
+def with_user_packages(
+    args: argparse.Namespace, plan: Plan, recipe: Recipe, env: Mapping[str, str]
+) -> Recipe:
+    """The recipe with the user's packages, git refs at their full commit (a lock, an image and a
+    bundle record the commit); a requirement a row pin refuses stops here (exit 4)."""
+    from verl_setup.environment.install_job import user_recipe  # noqa: PLC0415
+    from verl_setup.plan.verl_source import pin_commits  # noqa: PLC0415
+
+    user = user_packages(args)
+    _no_keep(user)
+    if not user.requirements:
+        return recipe
+    return user_recipe(plan, recipe, pin_commits(user, dict(env)))
+
+
+def pinned_user_packages(args: argparse.Namespace) -> UserPackages:
+    """The user's packages with every git ref at its full commit (what a rendered file records)."""
+    import os  # noqa: PLC0415
+
+    from verl_setup.plan.verl_source import pin_commits  # noqa: PLC0415
+
+    return pin_commits(_no_keep(user_packages(args)), dict(os.environ))
+
+
+def _no_keep(user: UserPackages) -> UserPackages:
+    """--keep names what an environment already has: only install has one."""
+    if user.keep:
+        raise BadInputError(
+            f"--keep {user.keep[0]} keeps a package as the environment at the prefix has it: it is an "
+            "install flag (a lock, a rendered file or a bundle has no installed environment to keep from)"
+        )
+    return user
+
+
+def _verl_checkout(args: argparse.Namespace) -> str | None:
+    from verl_setup.plan.verl_source import requested_version  # noqa: PLC0415
+
+    verl = user_packages(args).verl
+    return None if verl is None else requested_version(verl)
 
 
 def config_of(args: argparse.Namespace) -> dict[str, Any]:

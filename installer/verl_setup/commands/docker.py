@@ -16,6 +16,7 @@ from typing import Any, TextIO
 from verl_setup.commands.common import plan_for
 from verl_setup.commands.flags import add_artifact_flags, add_plan_flags
 from verl_setup.commands.render import options_from_args
+from verl_setup.environment.install_job import user_recipe
 from verl_setup.errors import BadInputError, CheckFailedError
 from verl_setup.image.buildkit import BUILDERS, Builder, build_cli, choose
 from verl_setup.image.engine import (
@@ -106,6 +107,7 @@ def run(args: argparse.Namespace, env: Mapping[str, str], out: TextIO) -> int:
         env=os.environ,
         missing="build",
     )
+    recipe = user_recipe(plan, recipe, options.user)  # a verl of the user's is not the row's pin
     checked = verify_in_image(engine, args.tag, list(recipe.verify_pins))
     if checked["mismatches"]:
         raise CheckFailedError(f"{args.tag}: pins not satisfied inside the image: {checked['mismatches']}")

@@ -80,6 +80,31 @@ def add_recipe_flags(p: argparse.ArgumentParser) -> None:
         "--without", action="append", default=[], metavar="NAME",
         help="leave NAME out (the message says what verl then cannot do; repeatable)",
     )  # fmt: skip
+    add_with_flags(p)
+
+
+def add_with_flags(p: argparse.ArgumentParser) -> None:
+    """The user's own packages, in uv's words; resolved with the row, whose pins never move."""
+    g = p.add_argument_group(
+        "your packages (resolved together with the row; the row's pins never move; a package named "
+        "verl replaces the row's verl)"
+    )
+    g.add_argument(
+        "--with", dest="with_", action="append", default=[], metavar="REQ",
+        help="add a requirement (`math-verify`, `verl @ git+URL@COMMIT`; a ./path is editable); repeatable",
+    )  # fmt: skip
+    g.add_argument(
+        "--with-requirements", action="append", default=[], type=Path, metavar="FILE",
+        help="add every requirement of FILE (`-e PATH` lines editable); repeatable",
+    )  # fmt: skip
+    g.add_argument(
+        "--with-editable", action="append", default=[], metavar="PATH",
+        help="add the project at PATH editable (a verl checkout replaces the row's verl); repeatable",
+    )  # fmt: skip
+    g.add_argument(
+        "--keep", action="append", default=[], metavar="NAME",
+        help="keep NAME as installed (a site's own torch or flash-attn build); the ABI check still runs",
+    )  # fmt: skip
 
 
 def add_artifact_flags(p: argparse.ArgumentParser) -> None:

@@ -7,7 +7,13 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TextIO
 
-from verl_setup.commands.common import config_of, extension_requests, plan_inputs, wheel_sources
+from verl_setup.commands.common import (
+    config_of,
+    extension_requests,
+    plan_inputs,
+    user_packages,
+    wheel_sources,
+)
 from verl_setup.commands.flags import add_plan_flags, add_recipe_flags
 from verl_setup.environment.install import install
 from verl_setup.environment.install_job import InstallOptions
@@ -63,6 +69,7 @@ def options_from_args(args: argparse.Namespace) -> InstallOptions:
         lock=args.lock,
         extensions=extension_requests(args),
         wheel_sources=wheel_sources(args),
+        user=user_packages(args),
         python_downloads=not args.no_python_downloads,
         wait_s=args.wait,
         import_timeout=None if args.no_import else args.import_timeout,

@@ -9,10 +9,11 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TextIO
 
-from verl_setup.commands.common import extension_requests, plan_for, wheel_sources
+from verl_setup.commands.common import extension_requests, plan_for, wheel_sources, with_user_packages
 from verl_setup.commands.flags import add_plan_flags, add_recipe_flags
 from verl_setup.environment.lock import compile_lock, compile_pylock, parse, parse_pylock, write_lock
 from verl_setup.environment.pylock import check_name
+from verl_setup.environment.user_lock import local_warnings
 from verl_setup.environment.uv import uv_env
 from verl_setup.errors import BadInputError
 from verl_setup.output import Progress, envelope
@@ -45,12 +46,14 @@ def run(args: argparse.Namespace, env: Mapping[str, str], out: TextIO) -> int:
     plan = plan_for(args, env)
     if args.format == "pylock" and not to_stdout:
         check_name(Path(args.out), plan.row.id)
-    recipe = recipe_for(plan, extension_requests(args), env, wheel_sources(args))
+    recipe = with_user_packages(
+        args, plan, recipe_for(plan, extension_requests(args), env, wheel_sources(args)), env
+    )
     from verl_setup.environment.wheel_pick import resolve_wheels  # noqa: PLC0415
 
     recipe = resolve_wheels(plan, recipe, progress.say)
     progress.step("plan", f"row {plan.row.id}, Python {plan.python}; resolving with hashes")
-    for warning in recipe.warnings:
+    for warning in (*recipe.warnings, *local_warnings(recipe)):
         progress.say(f"warning: {warning}")
     write = compile_pylock if args.format == "pylock" else compile_lock
     text = write(plan, recipe, uv=find_uv(), env=uv_env(base=env, warn=progress.say))

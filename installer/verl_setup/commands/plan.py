@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TextIO
 
-from verl_setup.commands.common import extension_requests, plan_for, wheel_sources
+from verl_setup.commands.common import extension_requests, plan_for, user_packages, wheel_sources
 from verl_setup.commands.flags import add_plan_flags, add_recipe_flags
 from verl_setup.commands.reports import plan_text
 from verl_setup.output import envelope
@@ -35,11 +35,23 @@ def run(args: argparse.Namespace, env: Mapping[str, str], out: TextIO) -> int:
 
     plan = plan_for(args, env)
     entries = outlook(plan, requests=extension_requests(args), wheel_sources=wheel_sources(args), env=env)
+    user = user_packages(args)
+    resolved = []
+    if user.requirements:
+        from verl_setup.environment.with_resolve import Resolved, plan_user_packages  # noqa: PLC0415
+
+        # --explain resolves them with the row (uv, the index); a plain plan names them as asked.
+        resolved = (
+            plan_user_packages(plan, user, env=env)
+            if args.explain
+            else [Resolved(requirement=r, version=None) for r in user.requirements]
+        )
     if args.json:
-        out.write(envelope("plan", {**plan.to_json(), "extensions": entries}))
+        extra = {"with": [r.to_json() for r in resolved]} if resolved else {}
+        out.write(envelope("plan", {**plan.to_json(), "extensions": entries, **extra}))
     else:
         text = plan_text(plan, explain=args.explain)
         head, _, rest = text.partition("\ninstall    ")
-        lines = outlook_lines(entries)
+        lines = outlook_lines(entries) + [r.line() for r in resolved]
         out.write(head + "\ninstall    " + rest.replace("\n", "\n" + "".join(f"{x}\n" for x in lines), 1))
     return 0

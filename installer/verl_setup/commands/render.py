@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TextIO
 
-from verl_setup.commands.common import extension_requests, plan_for, wheel_sources
+from verl_setup.commands.common import extension_requests, pinned_user_packages, plan_for, wheel_sources
 from verl_setup.commands.flags import add_artifact_flags, add_plan_flags
 from verl_setup.errors import BadInputError
 from verl_setup.output import Progress, emit
@@ -71,6 +71,7 @@ def options_from_args(args: argparse.Namespace) -> RenderOptions:
         gpus_per_node=args.gpu_count,
         extensions=extension_requests(args),
         wheel_sources=wheel_sources(args),
+        user=pinned_user_packages(args),
     )
 
 

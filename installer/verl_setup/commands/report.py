@@ -5,6 +5,7 @@ masked; every section is cut to a budget so that the block fits in one GitHub co
 from __future__ import annotations
 
 import argparse
+import json
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TextIO
@@ -67,7 +68,14 @@ def _verify(args: argparse.Namespace, env: Mapping[str, str]) -> str:
         import_timeout=900.0 if args.imports else None,
         env=env,
     )
-    return result.text() + ("" if args.imports else "(pins only: --imports adds the import probe)\n")
+    from verl_setup.environment.user_verify import user_lines  # noqa: PLC0415
+
+    try:
+        mine = user_lines(json.loads((prefix / MANIFEST).read_text(encoding="utf-8")))
+    except (OSError, ValueError, AttributeError):
+        mine = []
+    head = "".join(f"{line}\n" for line in mine)
+    return head + result.text() + ("" if args.imports else "(pins only: --imports adds the import probe)\n")
 
 
 def _doctor(args: argparse.Namespace, env: Mapping[str, str]) -> str:

@@ -6,7 +6,7 @@ They sit below the VERL_SETUP_* variables (flag > environment > config > host fi
 from __future__ import annotations
 
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +15,8 @@ from verl_setup.util.bounded import BoundError, one_line, read_capped
 from verl_setup.util.vocab import suggest
 
 KEYS = ("row", "python", "verl", "engine", "backend", "policy", "matrix", "prefix")
+# The user's packages (plan/user_packages.py): lists of strings, their paths relative to the file.
+LIST_KEYS = ("with", "with_requirements", "with_editable")
 PATHS = ("matrix", "prefix")  # relative to the file's folder
 MAX_CONFIG = 1 << 20
 
@@ -25,6 +27,7 @@ class TeamConfig:
 
     path: Path
     values: dict[str, str]
+    lists: dict[str, tuple[str, ...]] = field(default_factory=dict)
 
     @property
     def source(self) -> str:
@@ -69,14 +72,25 @@ def _read(path: Path, *, table: tuple[str, ...] | None) -> TeamConfig | None:
     where = f"{shown} [{'.'.join(table)}]" if table else shown
     if not isinstance(data, dict):
         raise BadInputError(f"config file {where}: expected a table")
+    lists = {k: _string_list(where, k, v) for k, v in data.items() if k in LIST_KEYS}
     values = {}
     for key, value in data.items():
+        if key in LIST_KEYS:
+            continue
         if key not in KEYS:
-            hint = suggest(key, KEYS)
+            known = (*KEYS, *LIST_KEYS)
+            hint = suggest(key, known)
             raise BadInputError(
-                f"config file {where}: unknown key {one_line(key)!r}{hint}; known: {', '.join(KEYS)}"
+                f"config file {where}: unknown key {one_line(key)!r}{hint}; known: {', '.join(known)}"
             )
         if not isinstance(value, str) or not value.strip():
             raise BadInputError(f"config file {where}: {key} must be a non-empty string")
         values[key] = str(path.parent / value) if key in PATHS else value
-    return TeamConfig(path=path, values=values)
+    return TeamConfig(path=path, values=values, lists=lists)
+
+
+def _string_list(where: str, key: str, value: object) -> tuple[str, ...]:
+    """A `with*` key's value: a list of non-empty strings."""
+    if not isinstance(value, list) or not all(isinstance(v, str) and v.strip() for v in value):
+        raise BadInputError(f"config file {where}: {key} must be a list of non-empty strings")
+    return tuple(value)

@@ -49,6 +49,10 @@ complete -c verl-setup -n '__fish_seen_subcommand_from plan' -l build
 complete -c verl-setup -n '__fish_seen_subcommand_from plan' -l build-flash-attn
 complete -c verl-setup -n '__fish_seen_subcommand_from plan' -l wheel-source
 complete -c verl-setup -n '__fish_seen_subcommand_from plan' -l without
+complete -c verl-setup -n '__fish_seen_subcommand_from plan' -l with
+complete -c verl-setup -n '__fish_seen_subcommand_from plan' -l with-requirements
+complete -c verl-setup -n '__fish_seen_subcommand_from plan' -l with-editable
+complete -c verl-setup -n '__fish_seen_subcommand_from plan' -l keep
 complete -c verl-setup -n '__fish_seen_subcommand_from plan' -s v
 complete -c verl-setup -n '__fish_seen_subcommand_from plan' -l verbose
 complete -c verl-setup -n '__fish_seen_subcommand_from plan' -s q
@@ -137,6 +141,10 @@ complete -c verl-setup -n '__fish_seen_subcommand_from render' -l build
 complete -c verl-setup -n '__fish_seen_subcommand_from render' -l build-flash-attn
 complete -c verl-setup -n '__fish_seen_subcommand_from render' -l wheel-source
 complete -c verl-setup -n '__fish_seen_subcommand_from render' -l without
+complete -c verl-setup -n '__fish_seen_subcommand_from render' -l with
+complete -c verl-setup -n '__fish_seen_subcommand_from render' -l with-requirements
+complete -c verl-setup -n '__fish_seen_subcommand_from render' -l with-editable
+complete -c verl-setup -n '__fish_seen_subcommand_from render' -l keep
 complete -c verl-setup -n '__fish_seen_subcommand_from render' -l host
 complete -c verl-setup -n '__fish_seen_subcommand_from render' -l driver
 complete -c verl-setup -n '__fish_seen_subcommand_from render' -l gpu
@@ -189,6 +197,10 @@ complete -c verl-setup -n '__fish_seen_subcommand_from build' -l build
 complete -c verl-setup -n '__fish_seen_subcommand_from build' -l build-flash-attn
 complete -c verl-setup -n '__fish_seen_subcommand_from build' -l wheel-source
 complete -c verl-setup -n '__fish_seen_subcommand_from build' -l without
+complete -c verl-setup -n '__fish_seen_subcommand_from build' -l with
+complete -c verl-setup -n '__fish_seen_subcommand_from build' -l with-requirements
+complete -c verl-setup -n '__fish_seen_subcommand_from build' -l with-editable
+complete -c verl-setup -n '__fish_seen_subcommand_from build' -l keep
 complete -c verl-setup -n '__fish_seen_subcommand_from build' -l host
 complete -c verl-setup -n '__fish_seen_subcommand_from build' -l driver
 complete -c verl-setup -n '__fish_seen_subcommand_from build' -l gpu
@@ -235,6 +247,10 @@ complete -c verl-setup -n '__fish_seen_subcommand_from install' -l build
 complete -c verl-setup -n '__fish_seen_subcommand_from install' -l build-flash-attn
 complete -c verl-setup -n '__fish_seen_subcommand_from install' -l wheel-source
 complete -c verl-setup -n '__fish_seen_subcommand_from install' -l without
+complete -c verl-setup -n '__fish_seen_subcommand_from install' -l with
+complete -c verl-setup -n '__fish_seen_subcommand_from install' -l with-requirements
+complete -c verl-setup -n '__fish_seen_subcommand_from install' -l with-editable
+complete -c verl-setup -n '__fish_seen_subcommand_from install' -l keep
 complete -c verl-setup -n '__fish_seen_subcommand_from install' -l host
 complete -c verl-setup -n '__fish_seen_subcommand_from install' -l driver
 complete -c verl-setup -n '__fish_seen_subcommand_from install' -l gpu
@@ -268,6 +284,10 @@ complete -c verl-setup -n '__fish_seen_subcommand_from lock' -l build
 complete -c verl-setup -n '__fish_seen_subcommand_from lock' -l build-flash-attn
 complete -c verl-setup -n '__fish_seen_subcommand_from lock' -l wheel-source
 complete -c verl-setup -n '__fish_seen_subcommand_from lock' -l without
+complete -c verl-setup -n '__fish_seen_subcommand_from lock' -l with
+complete -c verl-setup -n '__fish_seen_subcommand_from lock' -l with-requirements
+complete -c verl-setup -n '__fish_seen_subcommand_from lock' -l with-editable
+complete -c verl-setup -n '__fish_seen_subcommand_from lock' -l keep
 complete -c verl-setup -n '__fish_seen_subcommand_from lock' -l host
 complete -c verl-setup -n '__fish_seen_subcommand_from lock' -l driver
 complete -c verl-setup -n '__fish_seen_subcommand_from lock' -l gpu
@@ -303,6 +323,10 @@ complete -c verl-setup -n '__fish_seen_subcommand_from bundle' -l build
 complete -c verl-setup -n '__fish_seen_subcommand_from bundle' -l build-flash-attn
 complete -c verl-setup -n '__fish_seen_subcommand_from bundle' -l wheel-source
 complete -c verl-setup -n '__fish_seen_subcommand_from bundle' -l without
+complete -c verl-setup -n '__fish_seen_subcommand_from bundle' -l with
+complete -c verl-setup -n '__fish_seen_subcommand_from bundle' -l with-requirements
+complete -c verl-setup -n '__fish_seen_subcommand_from bundle' -l with-editable
+complete -c verl-setup -n '__fish_seen_subcommand_from bundle' -l keep
 complete -c verl-setup -n '__fish_seen_subcommand_from bundle' -l host
 complete -c verl-setup -n '__fish_seen_subcommand_from bundle' -l driver
 complete -c verl-setup -n '__fish_seen_subcommand_from bundle' -l gpu

@@ -170,8 +170,6 @@ def _stack_top(hit: Hit) -> dict[str, str]:
     return found
 
 
-
-
 _NCCL_VERSION = re.compile(r"NCCL version (?P<version>[\d.]+)")
 
 

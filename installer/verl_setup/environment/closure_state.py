@@ -60,3 +60,15 @@ def closure_state(installed: Mapping[str, str], record: Mapping[str, Any] | None
     state: State = "matches" if not moved else "newer" if upgraded else "differs"
     recorded = None if record.get("recorded") is None else str(record["recorded"])
     return ClosureState(state=state, recorded=recorded, held=held, moved=moved)
+
+
+def closure_json(installed: Mapping[str, str], record: Mapping[str, Any] | None) -> dict[str, Any] | None:
+    """verify --json's `closure`: the state as data, or None without a closure record."""
+    state = closure_state(installed, record)
+    return None if state is None else state.to_json()
+
+
+def closure_notes(installed: Mapping[str, str], record: Mapping[str, Any] | None) -> list[str]:
+    """verify's note on the closure (none without a closure record)."""
+    state = closure_state(installed, record)
+    return [] if state is None else [f"closure: {state.words()}"]

@@ -22,7 +22,6 @@ from typing import Any, TextIO
 
 from packaging.utils import canonicalize_name
 
-from verl_setup import __version__
 from verl_setup.environment.accelerator_imports import imports_need_absent_toolkit
 from verl_setup.environment.closure_moves import GoneWatch
 from verl_setup.environment.install_job import (
@@ -35,6 +34,7 @@ from verl_setup.environment.install_job import (
     uv_commands,
     write_dry_run,
 )
+from verl_setup.environment.manifest import manifest
 from verl_setup.environment.staging import (
     clean_leftovers,
     describe_os_error,
@@ -42,6 +42,7 @@ from verl_setup.environment.staging import (
     remove_tree,
     swap,
 )
+from verl_setup.environment.user_install import resolve_user_packages
 from verl_setup.environment.uv import uv_error
 from verl_setup.environment.verify import (
     MANIFEST,
@@ -91,10 +92,26 @@ def build(job: Job, progress: Progress) -> tuple[Job, dict[str, Any], Report]:
     )
     watch = GoneWatch(None if lock or job.bundle or job.upgrade else job.recipe.closure, job.uv, job.uv_env)
     job = _make_venv(job, progress)
+    from verl_setup.environment.user_lock import requirement_lines  # noqa: PLC0415
+
     final = job.recipe.step("verl")
-    write_inputs(row, job.staging / INPUTS, final.requirements if final else None, job.recipe.constraints)
+    lines = requirement_lines(final.requirements) if final else None
+    write_inputs(
+        row,
+        job.staging / INPUTS,
+        lines,
+        overrides_lines=job.recipe.overrides,
+        constraints=job.recipe.constraints,
+    )
+    if job.kept:
+        from verl_setup.environment.keep import copy_kept  # noqa: PLC0415
+
+        progress.step("keep", f"{', '.join(job.kept)} as the environment at {layout.prefix} has it")
+        copy_kept(job.kept, job.staging)
     for command in job.commands[1:]:
         title = command.step.title if command.step else f"syncing {lock.path.name if lock else 'the lock'}"
+        if command.what in ("local", "git"):  # the lock's header steps (environment/user_lock.py)
+            title = f"your {'checkouts' if command.what == 'local' else 'git refs'}, after the lock's wheels"
         progress.step(command.what, title)
         if command.what == "flash-attn" and job.recipe.flash_attn and job.recipe.flash_attn.mode == "wheel":
             _check_abi(job)
@@ -127,7 +144,9 @@ def build(job: Job, progress: Progress) -> tuple[Job, dict[str, Any], Report]:
     def expected_for(snap: Snapshot) -> Expected:
         if lock is not None:
             return from_lock(lock, snap.markers)
-        return from_requirements(f"row {row.id}", list(job.recipe.verify_pins))
+        pins = from_requirements(f"row {row.id}", list(job.recipe.verify_pins))
+        mine = job.recipe.user.requirements
+        return dataclasses.replace(pins, editables=tuple(str(r.path) for r in mine if r.editable and r.path))
 
     python = job.staging / "bin" / "python"
     report = verify_env(
@@ -209,65 +228,6 @@ def _check_abi(job: Job) -> None:
             f"the installed torch uses C++11 ABI {str(have).upper()}, the flash-attn wheel chosen for it "
             f"{str(fa.cxx11abi).upper()}: the matrix's cxx11abi_from_torch is wrong for this torch"
         )
-
-
-def manifest(job: Job, report: Report) -> dict[str, Any]:
-    """The record written into the venv: what was asked, what was used, what got installed."""
-    from verl_setup.environment.uv import uv_version  # noqa: PLC0415
-
-    plan, lock, snap, choice = job.plan, job.lock, report.snapshot, job.choice
-    fa = job.recipe.flash_attn
-    return {
-        "schema": 1,
-        "tool": {"verl-setup": __version__, "uv": uv_version(job.uv)},
-        "prefix": str(job.layout.prefix),
-        "row": {"id": plan.row.id, "sha256": plan.row.content_hash(), "requirements": plan.row.requirements()}
-        if lock is None
-        else {"id": lock.row_id, "sha256": lock.fields["row-sha256"], "requirements": None},
-        "matrix": {"path": str(plan.matrix.path), "sha256": plan.matrix.sha256},
-        "lock": None
-        if lock is None
-        else {"path": str(lock.path.absolute()), "sha256": lock.fields["sha256"]},
-        "index_url": lock.index_url if lock else plan.index_url,
-        "python": {
-            "version": snap.python,
-            "requested": job.wanted,
-            "interpreter": choice.request,
-            "source": choice.source,
-        },
-        "recipe": [{"step": c.what, "argv": c.argv[1:]} for c in job.commands],
-        "flash_attn": None if fa is None else {"version": fa.version, "mode": fa.mode, "reason": fa.reason},
-        "torch_extensions": {
-            e.name: {
-                "version": e.version,
-                "mode": e.mode,
-                "source": e.source,
-                "distribution": e.distribution or e.name,
-                "url": e.url,
-                "sha256": e.sha256,
-                "reason": e.reason,
-            }
-            for e in job.recipe.extensions
-        },
-        "sources": {
-            name: {"url": url, "mode": "without" if name in job.recipe.left_out_sources else "installed"}
-            for name, url in plan.row.sources.items()
-        },
-        "platform": snap.platform,
-        "facts": plan.target.facts_json(),
-        "warnings": [*plan.warnings, *job.recipe.warnings, *([choice.warning] if choice.warning else [])],
-        "distributions": dict(sorted(snap.versions().items())),
-        "closure": _closure_record(job),
-        "import_probe": None if report.probe is None else report.probe.to_json(),
-    }
-
-
-def _closure_record(job: Job) -> dict[str, Any] | None:
-    """What the environment was held to: the closure's facts and pins (verify compares with them)."""
-    closure = job.recipe.closure
-    if closure is None or job.lock is not None:  # a lock is its own closure
-        return None
-    return {**closure.to_json(), "pins": closure.recorded_pins()}
 
 
 def _no_space(job: Job, stderr: str, env: Mapping[str, str]) -> str:
@@ -362,6 +322,7 @@ def install(
                 write_dry_run(job, out)
                 return None
             prefix = job.layout.prefix
+            job = resolve_user_packages(job, progress)  # one resolve with the row, before any change
             with install_lock(job.layout, wait_s=options.wait_s, say=progress.say):
                 clean_leftovers(job.layout, progress.say)
                 try:

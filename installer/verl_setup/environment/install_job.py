@@ -22,9 +22,11 @@ from verl_setup.output import Progress
 from verl_setup.plan.make import PlanInputs
 from verl_setup.plan.recipe import Choice, Recipe, Step, recipe_for
 from verl_setup.plan.select import Plan
+from verl_setup.plan.user_packages import UserPackages
 
 if TYPE_CHECKING:
     from verl_setup.environment.bundle import Bundle
+    from verl_setup.environment.with_resolve import Resolved
 
 INPUTS = "verl-setup"  # folder inside the venv with the exact uv inputs used
 
@@ -43,6 +45,7 @@ class InstallOptions:
     import_timeout: float | None = 900.0
     offline: Path | None = None  # a bundle folder (`verl-setup bundle`): its lock, no network
     upgrade: bool = False  # resolve the row anew instead of holding it to its recorded closure
+    user: UserPackages = dataclasses.field(default_factory=UserPackages)  # --with, --with-editable, ...
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -78,19 +81,18 @@ def uv_commands(
         # Every distribution of a lock is a hashed wheel (flash-attn included, when a prebuilt
         # wheel exists), so one sync installs them without building anything; a flash-attn that
         # must be built against torch still comes after it, as in the recipe.
-        commands.append(
-            Command(
-                what="lock",
-                argv=sync_command(
-                    uv,
-                    python_exe=Path(python_exe),
-                    lock=(lock.path if bundle is None else bundle.sync_file).absolute(),
-                    index_url=lock.index_url if bundle is None else None,
-                    sdists=recipe.sdists,
-                )
-                + offline,
-            )
+        sync = sync_command(
+            uv,
+            python_exe=Path(python_exe),
+            lock=(lock.path if bundle is None else bundle.sync_file).absolute(),
+            index_url=lock.index_url if bundle is None else None,
+            sdists=recipe.sdists,
         )
+        if lock.fields.get("with"):  # the user's packages: wheel or sdist, as uv's default
+            from verl_setup.environment.with_resolve import without_binary_only  # noqa: PLC0415
+
+            sync = without_binary_only(sync)
+        commands.append(Command(what="lock", argv=sync + offline))
         # The lock holds no package installed without its dependencies: they come after it.
         steps = after_lock(recipe)
     else:
@@ -99,6 +101,15 @@ def uv_commands(
         pip_args = step.pip_args(overrides, constraints)
         argv = [uv, "pip", "install", "--python", python_exe, *pip_args, *offline]
         commands.append(Command(what=step.name, argv=argv, env=step.env, step=step))
+    if lock is not None:
+        from verl_setup.environment.user_lock import local_command  # noqa: PLC0415
+
+        # The checkouts and git refs the lock could not hash, after its wheels (their dependencies are in it).
+        commands += [
+            Command(what=key, argv=local_command(uv, python_exe, lock.fields[key]))
+            for key in ("local", "git")
+            if lock.fields.get(key)
+        ]
     return commands
 
 
@@ -120,6 +131,8 @@ class Job:
     import_timeout: float | None
     bundle: Bundle | None = None
     upgrade: bool = False
+    resolved: tuple[Resolved, ...] = ()  # the user's packages, as the resolve with the row gave them
+    kept: dict[str, Path] = dataclasses.field(default_factory=dict)  # --keep: name -> its .dist-info
 
 
 def prepare(options: InstallOptions, env: Mapping[str, str], progress: Progress) -> Job:
@@ -153,16 +166,9 @@ def prepare(options: InstallOptions, env: Mapping[str, str], progress: Progress)
             "makes, not in a venv on this host; nothing was changed"
         )
     uv = find_uv()
-    if options.upgrade and lock is None and options.offline is None:
-        from verl_setup.environment.closure_moves import fresh_closure  # noqa: PLC0415
-
-        plan = dataclasses.replace(
-            plan, closure_override=fresh_closure(plan, uv=uv, env=env, say=progress.say)
-        )
-    elif lock is None:
-        progress.step("closure", plan.closure.words())
+    plan = _held(plan, options, lock, uv=uv, env=env, progress=progress)
     requests = options.extensions if lock is None else lock.requests(options.extensions)
-    recipe = recipe_for(plan, requests, env, options.wheel_sources)
+    recipe = user_recipe(plan, recipe_for(plan, requests, env, options.wheel_sources), options.user)
     if lock is None:
         from verl_setup.environment.wheel_pick import resolve_wheels  # noqa: PLC0415
 
@@ -183,6 +189,13 @@ def prepare(options: InstallOptions, env: Mapping[str, str], progress: Progress)
     progress.step("python", f"{choice.version} from {choice.source} ({choice.request})")
     if choice.warning:
         progress.say(f"warning: {choice.warning}")
+    kept: dict[str, Path] = {}
+    if options.user.keep:
+        from verl_setup.environment.keep import installed, keep_recipe, version_of  # noqa: PLC0415
+
+        kept = installed(prefix, options.user.keep)
+        recipe = keep_recipe(recipe, {n: version_of(i) for n, i in kept.items()})
+        progress.step("keep", ", ".join(f"{n} {version_of(i)} (--keep)" for n, i in kept.items()))
     layout = Layout(prefix=prefix)
     staging = layout.staging(os.getpid())
     return Job(
@@ -200,7 +213,41 @@ def prepare(options: InstallOptions, env: Mapping[str, str], progress: Progress)
         import_timeout=options.import_timeout,
         bundle=bundle,
         upgrade=options.upgrade,
+        kept=kept,
     )
+
+
+def user_recipe(plan: Plan, recipe: Recipe, user: UserPackages) -> Recipe:
+    """The recipe with the user's packages; a requirement a row pin refuses stops here (no network)."""
+    from verl_setup.environment.with_resolve import direct_conflicts  # noqa: PLC0415
+    from verl_setup.plan.user_recipe import with_user_packages  # noqa: PLC0415
+
+    recipe = with_user_packages(recipe, user)
+    direct_conflicts(plan, recipe)
+    return recipe
+
+
+def _held(
+    plan: Plan,
+    options: InstallOptions,
+    lock: Lock | None,
+    *,
+    uv: str,
+    env: Mapping[str, str],
+    progress: Progress,
+) -> Plan:
+    """The plan with the closure the install holds the row to: the recorded one (said), or with
+    --upgrade a fresh resolution whose moves are said before anything changes. A lock is its own."""
+    if lock is not None:
+        return plan
+    if options.upgrade and options.offline is None:
+        from verl_setup.environment.closure_moves import fresh_closure  # noqa: PLC0415
+
+        return dataclasses.replace(
+            plan, closure_override=fresh_closure(plan, uv=uv, env=env, say=progress.say)
+        )
+    progress.step("closure", plan.closure.words())
+    return plan
 
 
 def dry_run_json(job: Job) -> dict[str, Any]:
@@ -212,6 +259,7 @@ def dry_run_json(job: Job) -> dict[str, Any]:
         "prefix": str(job.layout.prefix),
         "python": job.choice.version,
         "warnings": list(job.recipe.warnings),
+        "with": job.recipe.user.to_json(),
         "commands": [
             {
                 "step": c.what,

@@ -59,7 +59,8 @@ _KEYS = (
 _INSTALL_KEYS = ("install-uv", "install-pip")
 # Written only when the row builds more than flash-attn against torch ("name=mode version, ..."),
 # and when the recipe installs something after the locked wheels (`then`: each command, "; ").
-_OPTIONAL_KEYS = ("torch-extensions", "then")
+# with, local, git: the user's packages (environment/user_lock.py)
+_OPTIONAL_KEYS = ("torch-extensions", "then", "with", "local", "git")
 _URL_PIN_RE = re.compile(r"^([A-Za-z0-9][A-Za-z0-9._-]*) @ (\S+\.whl)\s*\\?$")
 _PIN_RE = re.compile(r"^([A-Za-z0-9][A-Za-z0-9._-]*)(?:\[[^\]]*\])?==([^\s;\\]+)\s*(?:;\s*([^\\]+?))?\s*\\?$")
 
@@ -216,7 +217,10 @@ def parse(text: str, path: Path) -> Lock:
             # A prebuilt wheel: its file name carries a local label (+cu12torch2.8...) that the
             # installed metadata does not, so the public version is what verify compares.
             name, version, _, _ = parse_wheel_filename(unquote(url[2].rsplit("/", 1)[-1]))
-            pins.append(Pin(name=canonicalize_name(name), version=version.public))
+            # ... but a wheel of the user's own (a bundle's build of their checkout) keeps its label.
+            theirs = {canonicalize_name(n.strip()) for n in fields.get("with", "").split(",")}
+            shown = str(version) if canonicalize_name(name) in theirs else version.public
+            pins.append(Pin(name=canonicalize_name(name), version=shown))
     if not pins:
         raise BadInputError(f"{path}: the lock pins no distributions")
     return Lock(path=path, fields=fields, pins=tuple(pins))
@@ -277,12 +281,14 @@ def then_commands(recipe: Recipe) -> str | None:
 def resolve(plan: Plan, recipe: Recipe, *, uv: str, env: Mapping[str, str], extra: Sequence[str] = ()) -> str:
     """`uv pip compile` of the recipe's final pins (and extension wheels) with hashes for its Python
     and platform (`extra`: more uv flags, such as the output format); return uv's output."""
+    from verl_setup.environment.user_lock import requirement_lines, strip_editables  # noqa: PLC0415
     from verl_setup.environment.uv import compile_command, explain_failure, write_inputs  # noqa: PLC0415
+    from verl_setup.environment.with_resolve import without_binary_only  # noqa: PLC0415
     from verl_setup.util.runner import ProgramError, run  # noqa: PLC0415
 
     row = plan.row
-    final = recipe.step("verl")
-    requirements = list(final.requirements if final else row.requirements())
+    final = recipe.step("with") or recipe.step("verl")  # the user's step asks for every row pin too
+    requirements = requirement_lines(final.requirements) if final else row.requirements()
     requirements += [e.requirement for e in recipe.extensions if e.mode == "wheel"]
     with tempfile.TemporaryDirectory(prefix="verl-setup-lock-") as tmp:
         _, overrides = write_inputs(row, Path(tmp), requirements, recipe.constraints)
@@ -300,6 +306,8 @@ def resolve(plan: Plan, recipe: Recipe, *, uv: str, env: Mapping[str, str], extr
             exclude_newer=recipe.closure.exclude_newer if recipe.closure else None,
         )
         argv += extra
+        if recipe.user.requirements:
+            argv = without_binary_only(argv)
         try:
             out = run(argv, timeout=COMPILE_TIMEOUT_S, env=env, cwd=tmp)
         except ProgramError as exc:
@@ -308,7 +316,7 @@ def resolve(plan: Plan, recipe: Recipe, *, uv: str, env: Mapping[str, str], extr
         raise InstallError(
             f"row {row.id} does not resolve for Python {plan.python}: {explain_failure(out.stderr)}"
         )
-    return out.stdout
+    return strip_editables(out.stdout) if recipe.user.requirements else out.stdout
 
 
 def lock_fields(plan: Plan, recipe: Recipe, *, uv: str) -> dict[str, str]:
@@ -335,6 +343,15 @@ def lock_fields(plan: Plan, recipe: Recipe, *, uv: str) -> dict[str, str]:
     then = then_commands(recipe)
     if then:
         fields["then"] = then
+    from verl_setup.environment.user_lock import git_field, local_field, with_field  # noqa: PLC0415
+
+    for key, value in (
+        ("with", with_field(recipe)),
+        ("local", local_field(recipe)),
+        ("git", git_field(recipe)),
+    ):
+        if value:
+            fields[key] = value
     return fields
 
 
@@ -345,8 +362,12 @@ def compile_lock(plan: Plan, recipe: Recipe, *, uv: str, env: Mapping[str, str])
     installs as it stands; a flash-attn to be built is left out and named in the header, with the
     command that builds it after the locked wheels (`then`).
     """
+    from verl_setup.environment.user_lock import without_binary_only  # noqa: PLC0415
+
     body = resolve(plan, recipe, uv=uv, env=env)
     options = body_options(plan.index_url, recipe.sdists)
+    if recipe.user.requirements:
+        options = without_binary_only(options)
     return render(lock_fields(plan, recipe, uv=uv), options + body)
 
 

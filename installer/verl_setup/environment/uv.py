@@ -27,18 +27,24 @@ def python_platform(row: Row, arch: str | None = None) -> str:
 
 
 def write_inputs(
-    row: Row, folder: Path, requirements_lines: Sequence[str] | None = None, constraints: Sequence[str] = ()
+    row: Row,
+    folder: Path,
+    requirements_lines: Sequence[str] | None = None,
+    overrides_lines: Sequence[str] | None = None,
+    constraints: Sequence[str] = (),
 ) -> tuple[Path, Path | None]:
-    """requirements.in (the row's pins unless given), overrides.txt when the row has overrides, and
-    constraints.txt (the row's closure) when it has one."""
+    """requirements.in (the row's pins unless given), overrides.txt when the row has overrides (or
+    `overrides_lines`: the recipe's, which --keep extends), and constraints.txt (the row's closure)
+    when it has one."""
     folder.mkdir(parents=True, exist_ok=True)
     requirements = folder / "requirements.in"
     lines = row.requirements() if requirements_lines is None else requirements_lines
     requirements.write_text("\n".join(lines) + "\n", encoding="utf-8")
     overrides = None
-    if row.overrides:
+    held = row.overrides if overrides_lines is None else overrides_lines
+    if held:
         overrides = folder / "overrides.txt"
-        overrides.write_text("\n".join(row.overrides) + "\n", encoding="utf-8")
+        overrides.write_text("\n".join(held) + "\n", encoding="utf-8")
     if constraints:
         (folder / "constraints.txt").write_text("\n".join(constraints) + "\n", encoding="utf-8")
     return requirements, overrides

@@ -1,14 +1,12 @@
 """Does an environment (or every node of a Ray cluster) hold what the row, manifest or lock say?
-
 Versions come from the target interpreter's importlib.metadata in a child process (nothing heavy
-is imported); then a real `import verl` proves the stack loads.
-"""
+is imported); then a real `import verl` proves the stack loads."""
 
 from __future__ import annotations
 
 import json
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
@@ -17,7 +15,7 @@ from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
 from verl_setup.environment.abi import AbiReport, check_site_packages
-from verl_setup.environment.closure_state import closure_state
+from verl_setup.environment.closure_state import closure_json, closure_notes
 from verl_setup.environment.import_probe import ProbeResult
 from verl_setup.environment.lock import Lock
 from verl_setup.errors import BadInputError, CheckFailedError
@@ -96,10 +94,12 @@ class Snapshot:
             out.setdefault(d.name, d.version)
         return out
 
-    def duplicates(self) -> dict[str, list[Dist]]:
-        """Distributions installed more than once on sys.path."""
+    def duplicates(self, editables: tuple[str, ...] = ()) -> dict[str, list[Dist]]:
+        """Distributions installed more than once on sys.path (an editable checkout's own metadata,
+        a relative location being the probe's and our working folder, is the same install)."""
         seen: dict[str, list[Dist]] = {}
-        for d in self.dists:
+        mine = {Path(e).resolve() for e in editables}
+        for d in (d for d in self.dists if Path(d.location).resolve() not in mine):
             seen.setdefault(d.name, []).append(d)
         return {name: copies for name, copies in seen.items() if len(copies) > 1}
 
@@ -113,6 +113,9 @@ class Expected:
     complete: bool
     python: str | None = None
     closure: Mapping[str, Any] | None = None  # the manifest's closure record
+    user: dict[str, str] = field(default_factory=dict)  # the user's packages: name -> where asked
+    notes: tuple[str, ...] = ()  # environment/user_verify.py's warnings
+    editables: tuple[str, ...] = ()  # the user's checkouts: their egg-info is no second copy
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -220,13 +223,8 @@ class Report:
             "distributions": dict(sorted(s.versions().items())),
             "import": None if self.probe is None else self.probe.to_json(),
             "abi": None if self.abi is None else self.abi.to_json(),
-            "closure": _closure_json(s, self.expected),
+            "closure": closure_json(s.versions(), self.expected.closure),
         }
-
-
-def _closure_json(snap: Snapshot, expected: Expected) -> dict[str, Any] | None:
-    state = closure_state(snap.versions(), expected.closure)
-    return None if state is None else state.to_json()
 
 
 def same_version(found: str | None, expected: str) -> bool:
@@ -277,6 +275,8 @@ def from_requirements(source: str, requirements: list[str]) -> Expected:
 
 def from_manifest(path: Path) -> Expected | None:
     """Everything install recorded in the environment's manifest, or None without one."""
+    from verl_setup.environment.user_verify import user_editables, user_names, user_warnings  # noqa: PLC0415
+
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
         return Expected(
@@ -285,6 +285,9 @@ def from_manifest(path: Path) -> Expected | None:
             complete=True,
             python=str(data["python"]["version"]),
             closure=data.get("closure"),
+            user=user_names(data),
+            notes=tuple(user_warnings(data)),
+            editables=user_editables(data),
         )
     except FileNotFoundError:
         return None
@@ -304,7 +307,7 @@ def compare(snap: Snapshot, expected: Expected) -> tuple[list[Finding], list[str
     """Findings (missing, replaced, harmful, duplicated) and notes for one environment."""
     have = snap.versions()
     findings: list[Finding] = []
-    notes: list[str] = []
+    notes: list[str] = list(expected.notes)
     if expected.python and expected.python != snap.python:
         if minor_of(expected.python) == minor_of(snap.python):
             notes.append(f"Python {snap.python}, {expected.source} was made for {expected.python}")
@@ -314,11 +317,12 @@ def compare(snap: Snapshot, expected: Expected) -> tuple[list[Finding], list[str
             )
     for name, want in sorted(expected.pins.items()):
         got = have.get(name)
+        mine = f"your package ({expected.user[name]})" if name in expected.user else ""
         if got is None:
-            findings.append(Finding(kind="missing", name=name, expected=want))
+            findings.append(Finding(kind="missing", name=name, expected=want, note=mine))
         elif not same_version(got, want):
             watched = name in WATCHED
-            note = "verl's docs warn about this one being replaced by other installs" if watched else ""
+            note = "verl's docs warn about this one being replaced by other installs" if watched else mine
             kind: Kind = "replaced" if watched else "changed"
             findings.append(Finding(kind=kind, name=name, expected=want, found=got, note=note))
     extras = sorted(set(have) - set(expected.pins))
@@ -332,7 +336,7 @@ def compare(snap: Snapshot, expected: Expected) -> tuple[list[Finding], list[str
         for name in present[1:] if len(present) > 1 else ():
             note = f"beside {present[0]}: both install the same module, the last one installed wins"
             findings.append(Finding(kind="harmful", name=name, found=have[name], note=note))
-    for name, copies in sorted(snap.duplicates().items()):
+    for name, copies in sorted(snap.duplicates(expected.editables).items()):
         where = ", ".join(f"{d.version} in {d.location}" for d in copies)
         findings.append(
             Finding(
@@ -365,8 +369,7 @@ def verify_env(
     snap = probe(python, env)
     expected = expected_for(snap)
     findings, notes = compare(snap, expected)
-    state = closure_state(snap.versions(), expected.closure)
-    notes += [] if state is None else [f"closure: {state.words()}"]
+    notes += closure_notes(snap.versions(), expected.closure)
     abi = check_site_packages(
         tuple(dict.fromkeys(Path(d.location) for d in snap.dists if Path(d.location).is_dir()))
     )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -9,7 +10,7 @@ from typing import TYPE_CHECKING
 
 from verl_setup.matrix.load import load_matrix
 from verl_setup.plan.select import Plan, plan_row, select
-from verl_setup.plan.target import Request, build_target, from_env
+from verl_setup.plan.target import Fact, Request, build_target, from_env
 
 if TYPE_CHECKING:
     from verl_setup.host.facts import HostFacts
@@ -22,6 +23,9 @@ class PlanInputs:
     request: Request = field(default_factory=Request)
     matrix: Path | None = None
     row: str | None = None
+    # The version a user's verl checkout declares (plan/verl_source.py): it picks the verl line
+    # unless --verl (or its variable, or the team config) does.
+    verl_checkout: str | None = None
 
 
 # Imported when called: a plan from flags reads no host, so it loads neither the probes nor the
@@ -46,4 +50,13 @@ def make_plan(inputs: PlanInputs, env: Mapping[str, str]) -> Plan:
     matrix = load_matrix(given or (Path(config["matrix"]) if config.get("matrix") else None))
     target = build_target(inputs.request, env=env, rules=matrix.cuda, detect=_detect, load_host=_load_host)
     row = inputs.row or config.get("row")
-    return select(target, matrix) if row is None else plan_row(target, matrix, row)
+    warning = None
+    if inputs.verl_checkout is not None and target.verl.value is None:
+        from verl_setup.plan.verl_source import verl_line  # noqa: PLC0415
+
+        line, warning = verl_line(inputs.verl_checkout, list(matrix.rows))
+        if line is not None:
+            source = f"the verl checkout's verl/version/version ({inputs.verl_checkout})"
+            target = dataclasses.replace(target, verl=Fact(line, source))
+    plan = select(target, matrix) if row is None else plan_row(target, matrix, row)
+    return plan if warning is None else dataclasses.replace(plan, warnings=(*plan.warnings, warning))

@@ -21,6 +21,7 @@ from verl_setup.matrix.wheel_seen import load_seen
 from verl_setup.plan.build_host import GIB_PER_BUILD_JOB, build_jobs, memory_gib, nvcc_version
 from verl_setup.plan.refusal import refusal, without_reason
 from verl_setup.plan.select import Plan
+from verl_setup.plan.user_packages import UserPackages
 from verl_setup.plan.wheel_sources import Candidate, candidates, ordered_sources, user_sources
 from verl_setup.plan.whole_wheel import in_place_of
 from verl_setup.util.binary import binary_only
@@ -86,6 +87,7 @@ class Step:
     exclude_newer: str | None = None  # a target without a recorded closure: the index as it stood
     # Wheels only, except these sdists (the row's `sdists`, and the package a build step builds).
     sdists: tuple[str, ...] = ()
+    binary_only: bool = True  # False: the user's own (plan/user_recipe.py), wheel or sdist as uv does
 
     def pip_args(self, overrides_file: str, constraints_file: str) -> list[str]:
         """Everything after `uv pip install --python PY`: the same in all three renderings."""
@@ -104,7 +106,7 @@ class Step:
             args += ["--no-build-package", name]
         if self.overrides:
             args += ["--override", overrides_file]
-        args += binary_only(self.sdists)
+        args += binary_only(self.sdists) if self.binary_only else []
         if self.no_build_isolation:
             args.append("--no-build-isolation")
         if self.no_deps:
@@ -129,6 +131,7 @@ class Recipe:
     sdists: tuple[str, ...] = ()  # built from their sdist on purpose; everything else is a wheel
     constraints: tuple[str, ...] = ()  # the closure as `name==version`, every step's --constraint
     closure: Closure | None = None
+    user: UserPackages = field(default_factory=UserPackages)  # plan/user_recipe.py adds them
 
     def step(self, name: StepName) -> Step | None:
         """The step of that name, if the recipe has one."""

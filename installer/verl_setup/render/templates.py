@@ -17,6 +17,7 @@ from verl_setup.environment.uv import ROW_DECIDES
 from verl_setup.errors import BadInputError
 from verl_setup.plan.recipe import Choice, Recipe, build_recipe
 from verl_setup.plan.select import Plan
+from verl_setup.plan.user_packages import UserPackages
 from verl_setup.render import quoting
 from verl_setup.render.accelerator import accelerator_values
 from verl_setup.render.uv_project import Project, project
@@ -87,6 +88,7 @@ class RenderOptions:
     extensions: dict[str, Choice] = field(default_factory=dict)
     wheel_sources: tuple[str, ...] = ()
     extra: dict[str, str] = field(default_factory=dict)
+    user: UserPackages = field(default_factory=UserPackages)  # --with ..., git refs at their commit
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -221,7 +223,7 @@ def _recipe(plan: Plan, options: RenderOptions) -> Recipe | None:
     cuda = plan.row.torch.cuda
     # A rendered script or image builds what no wheel source has (verl's Dockerfiles build
     # flash-attn in the image), so rendering never refuses for want of a wheel.
-    return build_recipe(
+    recipe = build_recipe(
         plan,
         extensions=options.extensions,
         nvcc_version=cuda,
@@ -231,6 +233,19 @@ def _recipe(plan: Plan, options: RenderOptions) -> Recipe | None:
         env=os.environ,
         missing="build",
     )
+    if not options.user.requirements:
+        return recipe
+    from verl_setup.environment.install_job import user_recipe  # noqa: PLC0415
+
+    local = [r for r in options.user.requirements if r.kind == "path"]
+    image = sorted({"docker", "apptainer"} & set(options.targets))
+    if local and image:
+        raise BadInputError(
+            f"{local[0].shown()} ({local[0].origin}) is a folder on this machine, which {image[0]}'s build "
+            "does not see: commit it and give --with 'NAME @ git+URL@COMMIT' (an image installs that "
+            "commit), or render venv/uv-project for the checkout"
+        )
+    return user_recipe(plan, recipe, options.user)
 
 
 def uv_project_of(plan: Plan, options: RenderOptions) -> Project:

@@ -43,7 +43,7 @@ class Source:
     """One `[tool.uv.sources]` entry: an inline table of (key, value) strings."""
 
     name: str
-    fields: tuple[tuple[str, str], ...]
+    fields: tuple[tuple[str, str | bool], ...]  # a bool only for `editable` (render/user_project.py)
     why: str
 
 
@@ -92,6 +92,13 @@ def project(plan: Plan, recipe: Recipe) -> Project:
     deps = list(final.requirements if final else row.requirements())
     indexes: list[Index] = []
     sources: list[Source] = []
+    if recipe.user.requirements:
+        from verl_setup.render.user_project import user_dependencies  # noqa: PLC0415
+
+        theirs, entries = user_dependencies(recipe)
+        sources = [Source(name=n, fields=f, why=w) for n, f, w in entries]
+        mine = {d for d in deps if _name(d) != "verl" and not d.startswith(("-", "/"))}
+        deps = [d for d in deps if d in mine] + theirs if recipe.user.verl else deps + theirs
     if plan.index_url is not None:
         indexes.append(
             Index(name=_index_name(row.torch.index, "torch"), url=plan.index_url, why="the row's torch")
