@@ -20,7 +20,7 @@ from pathlib import Path
 from verl_setup.host.cluster_file import load_cluster
 from verl_setup.matrix.load import load_matrix
 from verl_setup.plan.cluster import plan_cluster
-from verl_setup.plan.target import Request
+from verl_setup.plan.request import Request
 
 CLUSTER = Path(__file__).resolve().parents[1] / "tests" / "fixtures" / "cluster" / "nodes-64.json"
 VERL_SETUP = shutil.which("verl-setup") or str(Path(sys.executable).parent / "verl-setup")

@@ -10,8 +10,9 @@ import pytest
 from tests.conftest import host
 from tests.unit.test_select import H100, MATRIX, plan_for
 from verl_setup.errors import BadInputError
+from verl_setup.plan.request import Request
 from verl_setup.plan.select import select
-from verl_setup.plan.target import Request, build_target
+from verl_setup.plan.target import build_target
 
 
 def test_uvs_driver_override_replaces_the_detected_driver_and_says_so() -> None:

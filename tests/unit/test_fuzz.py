@@ -384,8 +384,9 @@ def hostile_rows(draw: st.DrawFn) -> str:
 @given(hostile_rows())
 @settings(suppress_health_check=[HealthCheck.function_scoped_fixture])
 def test_fuzz_hostile_rows_file(tmp_path: Path, text: str) -> None:
+    from verl_setup.plan.request import Request  # noqa: PLC0415
     from verl_setup.plan.select import select  # noqa: PLC0415
-    from verl_setup.plan.target import Request, build_target  # noqa: PLC0415
+    from verl_setup.plan.target import build_target  # noqa: PLC0415
     from verl_setup.render.templates import TARGETS, RenderOptions, render  # noqa: PLC0415
 
     path = tmp_path / "verl.yaml"

@@ -22,9 +22,10 @@ from tests.conftest import host, run_cli
 from verl_setup.errors import BadInputError
 from verl_setup.matrix.load import check, load_matrix
 from verl_setup.matrix.schema import CudaFile, RowsFile
-from verl_setup.plan.recipe import Choice
+from verl_setup.plan.request import Request
 from verl_setup.plan.select import select
-from verl_setup.plan.target import Request, build_target
+from verl_setup.plan.steps import Choice
+from verl_setup.plan.target import build_target
 from verl_setup.render.templates import TARGETS, RenderOptions, render
 from verl_setup.util.databuild import LinedDict
 from verl_setup.util.paths import data_dir

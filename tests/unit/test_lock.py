@@ -9,7 +9,7 @@ import pytest
 from verl_setup.environment.lock import parse, render
 from verl_setup.environment.uv import uv_error
 from verl_setup.errors import BadInputError, InstallError
-from verl_setup.plan.recipe import Choice
+from verl_setup.plan.steps import Choice
 
 FIELDS = {
     "row": "cpu",

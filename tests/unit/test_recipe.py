@@ -17,7 +17,8 @@ from verl_setup.environment.install_job import uv_commands
 from verl_setup.environment.python_choice import PythonChoice
 from verl_setup.errors import BadInputError, InstallError
 from verl_setup.host.facts import HostFacts
-from verl_setup.plan.recipe import Choice, build_recipe
+from verl_setup.plan.recipe import build_recipe
+from verl_setup.plan.steps import Choice
 
 SENTINEL = "OVERRIDES"
 CLOSURE = "CONSTRAINTS"

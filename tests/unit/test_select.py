@@ -10,8 +10,9 @@ from tests.conftest import host
 from verl_setup.errors import BadInputError, NoCompatibleRowError
 from verl_setup.host.facts import HostFacts
 from verl_setup.matrix.load import load_matrix
+from verl_setup.plan.request import Request
 from verl_setup.plan.select import Plan, select
-from verl_setup.plan.target import Request, build_target
+from verl_setup.plan.target import build_target
 
 MATRIX = load_matrix()
 

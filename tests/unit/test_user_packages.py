@@ -251,8 +251,9 @@ def test_the_uv_project_names_git_and_editable_sources(tmp_path: Path) -> None:
 def plan_for_cpu() -> Plan:
     from tests.conftest import host  # noqa: PLC0415
     from verl_setup.matrix.load import load_matrix  # noqa: PLC0415
+    from verl_setup.plan.request import Request  # noqa: PLC0415
     from verl_setup.plan.select import plan_row  # noqa: PLC0415
-    from verl_setup.plan.target import Request, build_target  # noqa: PLC0415
+    from verl_setup.plan.target import build_target  # noqa: PLC0415
 
     matrix, machine = load_matrix(None), host()
     target = build_target(

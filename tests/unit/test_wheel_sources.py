@@ -13,7 +13,8 @@ from tests.render_scenarios import SCENARIOS, plan_for
 from verl_setup.environment.wheel_pick import resolve_wheels
 from verl_setup.errors import InstallError
 from verl_setup.plan.outlook import outlook
-from verl_setup.plan.recipe import Recipe, build_recipe
+from verl_setup.plan.recipe import build_recipe
+from verl_setup.plan.steps import Recipe
 
 H200 = next(s for s in SCENARIOS if s.name == "h200-drv580-py312-vllm")  # torch 2.11.0, cp312
 MEGATRON = next(s for s in SCENARIOS if s.name == "h100-drv535-forward-megatron")

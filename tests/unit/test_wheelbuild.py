@@ -10,8 +10,9 @@ import pytest
 from tests.conftest import host
 from verl_setup.errors import BadInputError, InstallError
 from verl_setup.matrix.load import load_matrix
+from verl_setup.plan.request import Request
 from verl_setup.plan.select import Plan, plan_row
-from verl_setup.plan.target import Request, build_target
+from verl_setup.plan.target import build_target
 from verl_setup.wheelbuild.build import arch_list, max_jobs, row_extensions
 from verl_setup.wheelbuild.source import parse_sources
 from verl_setup.wheelbuild.toolkit import host_toolkit, pypi_requirements, pypi_toolkit

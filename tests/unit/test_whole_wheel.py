@@ -19,7 +19,8 @@ from tests.unit.test_wheel_sources import wheelhouse
 from verl_setup.environment.wheel_pick import resolve_wheels
 from verl_setup.errors import InstallError
 from verl_setup.plan.outlook import outlook
-from verl_setup.plan.recipe import Choice, Recipe, build_recipe
+from verl_setup.plan.recipe import build_recipe
+from verl_setup.plan.steps import Choice, Recipe
 
 TE = "transformer-engine-torch"
 WHOLE = "transformer_engine-2.16.1-cp312-cp312-linux_x86_64.whl"

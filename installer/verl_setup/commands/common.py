@@ -8,12 +8,12 @@ from typing import TYPE_CHECKING, Any
 
 from verl_setup.errors import BadInputError
 from verl_setup.plan.make import PlanInputs, make_plan
-from verl_setup.plan.target import Request
+from verl_setup.plan.request import Request
 from verl_setup.plan.user_packages import UserPackages, collect
 
 if TYPE_CHECKING:
-    from verl_setup.plan.recipe import Choice, Recipe
     from verl_setup.plan.select import Plan
+    from verl_setup.plan.steps import Choice, Recipe
 
 
 def plan_inputs(args: argparse.Namespace) -> PlanInputs:

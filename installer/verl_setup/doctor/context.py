@@ -18,7 +18,8 @@ from verl_setup.errors import BadInputError, NoCompatibleRowError
 from verl_setup.host.facts import HostFacts, load_host_file
 from verl_setup.matrix.load import Matrix
 from verl_setup.matrix.schema import Row
-from verl_setup.plan.target import Request, build_target
+from verl_setup.plan.request import Request
+from verl_setup.plan.target import build_target
 from verl_setup.util.bounded import BoundError, read_capped
 from verl_setup.util.vocab import ROLLOUT_ENGINES
 

@@ -56,7 +56,7 @@ from verl_setup.environment.verify import (
 )
 from verl_setup.errors import InstallError, Stopped
 from verl_setup.output import Progress
-from verl_setup.plan.recipe import ExtensionPlan
+from verl_setup.plan.steps import ExtensionPlan
 from verl_setup.util.runner import Completed, ProgramError, stream
 
 _SIGNALS = {s.value for s in signal.Signals}

@@ -20,8 +20,9 @@ from verl_setup.environment.verify import MANIFEST
 from verl_setup.errors import InstallError
 from verl_setup.output import Progress
 from verl_setup.plan.make import PlanInputs
-from verl_setup.plan.recipe import Choice, Recipe, Step, recipe_for
+from verl_setup.plan.recipe import recipe_for
 from verl_setup.plan.select import Plan
+from verl_setup.plan.steps import Choice, Recipe, Step
 from verl_setup.plan.user_packages import UserPackages
 
 if TYPE_CHECKING:

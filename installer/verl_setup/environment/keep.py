@@ -13,7 +13,7 @@ from pathlib import Path
 from packaging.utils import canonicalize_name
 
 from verl_setup.errors import BadInputError, InstallError
-from verl_setup.plan.recipe import Recipe
+from verl_setup.plan.steps import Recipe
 
 
 def site_packages(prefix: Path) -> Path | None:

@@ -29,7 +29,7 @@ from verl_setup.errors import BadInputError, InstallError
 from verl_setup.plan.select import Plan
 
 if TYPE_CHECKING:
-    from verl_setup.plan.recipe import Choice, ExtensionRequests, Recipe, Step
+    from verl_setup.plan.steps import Choice, ExtensionRequests, Recipe, Step
 
 FORMAT_LINE = (
     "# verl-setup lock, format 4: a hashed requirements file for uv, pip or verl-setup; sealed, do not edit"

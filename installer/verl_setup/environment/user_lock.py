@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import shlex
 
-from verl_setup.plan.recipe import Recipe
+from verl_setup.plan.steps import Recipe
 
 
 def local_editables(recipe: Recipe) -> list[str]:

@@ -27,9 +27,9 @@ from verl_setup.errors import InstallError
 from verl_setup.matrix.schema import ExtensionFacts
 from verl_setup.matrix.wheel_seen import load_seen, wheel_key, world_of
 from verl_setup.plan.build_host import build_jobs
-from verl_setup.plan.recipe import ExtensionPlan, Recipe
 from verl_setup.plan.refusal import refusal, without_reason
 from verl_setup.plan.select import Plan
+from verl_setup.plan.steps import ExtensionPlan, Recipe
 from verl_setup.plan.wheel_sources import Candidate, replaced, torch_in_name, torch_minor
 from verl_setup.plan.whole_wheel import in_place_of
 from verl_setup.util.bounded import one_line

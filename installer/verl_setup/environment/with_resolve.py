@@ -16,8 +16,8 @@ from packaging.utils import canonicalize_name
 
 from verl_setup.errors import InstallError
 from verl_setup.matrix.schema import Row
-from verl_setup.plan.recipe import Choice, Recipe
 from verl_setup.plan.select import Plan
+from verl_setup.plan.steps import Choice, Recipe
 from verl_setup.plan.user_packages import UserPackages, UserRequirement
 from verl_setup.plan.user_recipe import STEP, row_constraints
 from verl_setup.util.bounded import one_line

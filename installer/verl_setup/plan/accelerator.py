@@ -17,7 +17,6 @@ from verl_setup.util.versions import shown
 if TYPE_CHECKING:
     from verl_setup.host.facts import HostFacts
     from verl_setup.matrix.schema import Row
-    from verl_setup.plan.target import Request
 
 FAMILY_WORDS = {"ascend": "Ascend NPU", "rocm": "AMD GPU (ROCm)"}
 TOOLKIT = {"ascend": "CANN", "rocm": "ROCm"}
@@ -133,10 +132,15 @@ def from_flags(
 
 
 def target_fact(
-    request: Request, env: Mapping[str, str], host: HostFacts | None, host_source: str
+    asked: tuple[str | None, str | None, str | None, tuple[str, ...]],
+    env: Mapping[str, str],
+    host: HostFacts | None,
+    host_source: str,
 ) -> tuple[AcceleratorTarget | None, str]:
-    """(value, source): flags (--npu/--cann, --gpu MI300X/--rocm, or VERL_SETUP_*) > host file > detection."""
-    given = from_flags(npu=request.npu, cann=request.cann, rocm=request.rocm, gpus=request.gpus, env=env)
+    """(value, source): flags (--npu/--cann, --gpu MI300X/--rocm, or VERL_SETUP_*) > host file > detection.
+    `asked`: the request's npu, cann, rocm and gpus."""
+    npu, cann, rocm, gpus = asked
+    given = from_flags(npu=npu, cann=cann, rocm=rocm, gpus=gpus, env=env)
     if given is not None:
         return given[0], "flags --npu/--cann/--gpu/--rocm (or VERL_SETUP_NPU/_CANN/_ROCM)"
     found = from_host(host) if host is not None else None

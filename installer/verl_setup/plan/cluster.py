@@ -21,8 +21,11 @@ from verl_setup.host.facts import HostFacts
 from verl_setup.matrix.load import Matrix
 from verl_setup.matrix.schema import Row
 from verl_setup.plan.cluster_differences import Difference, differences, grouped, nodes_words
+
+# Request variables apply to every node; the ones that describe a machine would override each
+from verl_setup.plan.request import Request
 from verl_setup.plan.select import Plan, Rejection, nearest_rows, plan_row, rejection_of, select
-from verl_setup.plan.target import Fact, Request, Target, build_target
+from verl_setup.plan.target import Fact, Target, build_target
 
 # Request variables apply to every node; the ones that describe a machine would override each
 # node's own facts, so they are not read for a cluster.

@@ -9,8 +9,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from verl_setup.matrix.load import load_matrix
+from verl_setup.plan.request import Request
 from verl_setup.plan.select import Plan, plan_row, select
-from verl_setup.plan.target import Fact, Request, build_target, from_env
+from verl_setup.plan.target import Fact, build_target, from_env
 
 if TYPE_CHECKING:
     from verl_setup.host.facts import HostFacts

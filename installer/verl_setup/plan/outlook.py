@@ -6,8 +6,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from verl_setup.plan.recipe import Choice, ExtensionRequests, build_recipe
+from verl_setup.plan.recipe import build_recipe
 from verl_setup.plan.select import Plan
+from verl_setup.plan.steps import Choice, ExtensionRequests
 from verl_setup.util.bounded import one_line
 
 

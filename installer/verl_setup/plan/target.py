@@ -15,6 +15,7 @@ from verl_setup.errors import BadInputError, NoCompatibleRowError
 from verl_setup.matrix.cuda import CudaRules
 from verl_setup.plan import accelerator as accel
 from verl_setup.plan.anchors import anchor_driver
+from verl_setup.plan.request import Request
 from verl_setup.util.versions import DriverVersion, fmt, parse_count, parse_minor, parse_python, shown
 from verl_setup.util.vocab import (
     BACKEND_NAMES,
@@ -50,32 +51,6 @@ class GpuSpec:
 
     name: str
     compute_capability: str
-
-
-@dataclass(frozen=True, kw_only=True)
-class Request:
-    """What the user asked for on the command line (None = not given)."""
-
-    driver: str | None = None
-    gpus: tuple[str, ...] = ()
-    sm: str | None = None
-    gpu_count: int | None = None
-    no_gpu: bool = False
-    python: str | None = None
-    arch: str | None = None
-    glibc: str | None = None
-    verl: str | None = None
-    engine: str | None = None
-    backend: str | None = None
-    policy: str | None = None
-    prefer: str | None = None
-    host_file: Path | None = None
-    npu: str | None = None  # Ascend chip family (910B); --cann and --rocm: the toolkit on the target
-    cann: str | None = None
-    rocm: str | None = None
-    # A team config's values (commands/team_config.py), below the VERL_SETUP_* variables.
-    config: Mapping[str, str] = field(default_factory=dict)
-    config_source: str = ""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -155,7 +130,7 @@ def build_target(
 ) -> Target:
     """Merge flags, VERL_SETUP_* variables, a host file and (only if needed) live detection."""
     host, host_source = _host_for(request, env, detect, load_host)
-    accelerator = Fact(*accel.target_fact(request, env, host, host_source))
+    accelerator = Fact(*accel.target_fact(request.accelerator_asked, env, host, host_source))
 
     def pick(flag: str | None, flag_name: str, env_name: str) -> tuple[str | None, str]:
         if flag is not None:

@@ -10,7 +10,7 @@ from dataclasses import replace
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
-from verl_setup.plan.recipe import Recipe, Step
+from verl_setup.plan.steps import Recipe, Step
 from verl_setup.plan.user_packages import UserPackages, UserRequirement
 
 STEP = "with"

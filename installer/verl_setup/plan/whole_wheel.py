@@ -15,7 +15,7 @@ from packaging.utils import canonicalize_name
 from verl_setup.matrix.schema import ExtensionFacts
 
 if TYPE_CHECKING:
-    from verl_setup.plan.recipe import ExtensionPlan, Recipe
+    from verl_setup.plan.steps import ExtensionPlan, Recipe
 
 
 def _name(requirement: str) -> str:

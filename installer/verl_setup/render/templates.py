@@ -15,8 +15,9 @@ from typing import Any, Literal
 from verl_setup import __version__
 from verl_setup.environment.uv import ROW_DECIDES
 from verl_setup.errors import BadInputError
-from verl_setup.plan.recipe import Choice, Recipe, build_recipe
+from verl_setup.plan.recipe import build_recipe
 from verl_setup.plan.select import Plan
+from verl_setup.plan.steps import Choice, Recipe
 from verl_setup.plan.user_packages import UserPackages
 from verl_setup.render import quoting
 from verl_setup.render.accelerator import accelerator_values

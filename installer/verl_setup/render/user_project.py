@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from verl_setup.plan.recipe import Recipe
+from verl_setup.plan.steps import Recipe
 from verl_setup.plan.user_packages import UserRequirement
 from verl_setup.plan.verl_source import split_ref
 

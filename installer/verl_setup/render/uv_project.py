@@ -21,8 +21,8 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from verl_setup.errors import InstallError
-from verl_setup.plan.recipe import TORCH_FAMILY, ExtensionPlan, Recipe, Step
 from verl_setup.plan.select import Plan
+from verl_setup.plan.steps import TORCH_FAMILY, ExtensionPlan, Recipe, Step
 from verl_setup.util.versions import minor_of
 
 LOCK_TIMEOUT_S = 900.0
