@@ -8,9 +8,12 @@ the missing or broken distribution. Imports that can only succeed with an NVIDIA
 
 from __future__ import annotations
 
+import itertools
 import json
+import os
 import time
 from collections.abc import Mapping
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -109,14 +112,53 @@ def run_probe(
     gpu_only: Mapping[str, str] | None = None,
     left_out: Mapping[str, str] | None = None,
     known: Mapping[str, str] | None = None,
+    shards: int | None = None,
 ) -> ProbeResult:
-    """Import the training run's modules with `python`; a hang ends at `timeout` naming its module."""
+    """Import the training run's modules with `python`; a hang ends at `timeout` naming its module.
+
+    In `shards` processes at once (default: one per two cores, at most MAX_SHARDS), each importing
+    every n-th module: torch loads in each, so on a host with cores to spare (a GPU node) the wall
+    time is near the slowest single import; half the cores leave room for the imports' own threads."""
     start = time.monotonic()
+    argv = [str(python), "-c", CHILD, engine, "-", json.dumps(dict(gpu_only or {}))]
+    argv += [json.dumps(dict(left_out or {}))] if left_out or known else []
+    argv += [json.dumps(dict(known))] if known else []
+    count = shards or max(1, min((os.cpu_count() or 1) // 2, MAX_SHARDS))
+    base = dict(os.environ if env is None else env)
+    envs = [None if count == 1 else {**base, SHARD_VARIABLE: f"{i}/{count}"} for i in range(count)]
+    if count == 1:
+        runs = [_one(argv, timeout, env)]
+    else:
+        with ThreadPoolExecutor(count) as pool:
+            runs = list(pool.map(lambda e: _one(argv, timeout, e), envs))
+    seconds = time.monotonic() - start
+    results = [
+        m for group in itertools.zip_longest(*(r.modules for r in runs)) for m in group if m is not None
+    ]
+    hung = next((r.current or "start-up" for r in runs if r.hung), None)
+    if hung is not None:
+        return ProbeResult(modules=tuple(results), seconds=seconds, timed_out_in=hung)
+    crashed = next((r.crashed for r in runs if r.crashed), None)
+    return ProbeResult(modules=tuple(results), seconds=seconds, crashed=crashed)
+
+
+MAX_SHARDS = 4  # each shard loads torch (about 1 GB of memory): a few at most
+SHARD_VARIABLE = "VERL_SETUP_PROBE_SHARD"
+
+
+@dataclass(frozen=True, kw_only=True)
+class _Run:
+    """One probe process: its module results, and whether (and where) it hung or crashed."""
+
+    modules: tuple[ModuleResult, ...]
+    current: str | None
+    hung: bool
+    crashed: str | None
+
+
+def _one(argv: list[str], timeout: float, env: Mapping[str, str] | None) -> _Run:
     error = None
     try:
-        argv = [str(python), "-c", CHILD, engine, "-", json.dumps(dict(gpu_only or {}))]
-        argv += [json.dumps(dict(left_out or {}))] if left_out or known else []
-        argv += [json.dumps(dict(known))] if known else []
         out = stream(argv, timeout=timeout, env=env)
         stdout, stderr, code = out.stdout, out.stderr, out.returncode
     except ProgramError as exc:
@@ -133,10 +175,8 @@ def run_probe(
         elif "module" in item:
             results.append(ModuleResult(**item))
             current = None
-    seconds = time.monotonic() - start
-    if error is not None or (code not in (0, None) and current is not None):
-        return ProbeResult(modules=tuple(results), seconds=seconds, timed_out_in=current or "start-up")
+    hung = error is not None or (code not in (0, None) and current is not None)
     crashed = None
-    if code not in (0, None):
+    if not hung and code not in (0, None):
         crashed = (stderr.strip().splitlines() or [f"exit {code}"])[-1]
-    return ProbeResult(modules=tuple(results), seconds=seconds, crashed=crashed)
+    return _Run(modules=tuple(results), current=current, hung=hung, crashed=crashed)

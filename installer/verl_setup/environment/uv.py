@@ -31,6 +31,7 @@ def write_inputs(
     folder: Path,
     requirements_lines: Sequence[str] | None = None,
     overrides_lines: Sequence[str] | None = None,
+    *,
     constraints: Sequence[str] = (),
 ) -> tuple[Path, Path | None]:
     """requirements.in (the row's pins unless given), overrides.txt when the row has overrides (or
