@@ -185,3 +185,25 @@ def test_no_module_is_over_400_lines() -> None:
         if (n := len(p.read_text().splitlines())) > 400
     }
     assert long == {}
+
+
+def test_commands_run_no_program_and_read_no_manifest() -> None:
+    """commands/ is flags -> typed options -> one use-case call -> print: the use cases (not the
+    commands) run programs (util.runner, subprocess), pick uv (util.uvbin), read an environment's
+    manifest and look at the process environment (each command is handed `env`)."""
+    banned_modules = ("subprocess", "verl_setup.util.runner", "verl_setup.util.uvbin")
+    banned_names = ("MANIFEST", "from_manifest", "find_uv")
+    offenders = []
+    for path in sorted((PACKAGE / "commands").glob("*.py")):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        for node in ast.walk(tree):
+            where = f"{path.name}:{getattr(node, 'lineno', 0)}"
+            if isinstance(node, ast.Import) and any(a.name in banned_modules for a in node.names):
+                offenders.append(where)
+            if isinstance(node, ast.ImportFrom) and (node.module or "") in banned_modules:
+                offenders.append(where)
+            if isinstance(node, ast.ImportFrom) and any(a.name in banned_names for a in node.names):
+                offenders.append(where)
+            if isinstance(node, ast.Attribute) and ast.unparse(node) == "os.environ":
+                offenders.append(where)
+    assert offenders == []

@@ -35,12 +35,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace, env: Mapping[str, str], out: TextIO) -> int:
     """Make the lock (or read --lock), then gather its files into --out DIR."""
     from verl_setup.environment.bundle_make import BundleJob, make_bundle  # noqa: PLC0415
-    from verl_setup.environment.uv import uv_env  # noqa: PLC0415
-    from verl_setup.util.uvbin import find_uv  # noqa: PLC0415
+    from verl_setup.environment.uv import uv_and_env  # noqa: PLC0415
 
     progress = Progress(quiet=args.quiet)
     try:
-        uv, env_for_uv = find_uv(), uv_env(base=env, warn=progress.say)
+        uv, env_for_uv = uv_and_env(env, progress.say)
         with tempfile.TemporaryDirectory(prefix="verl-setup-user-wheels-") as built:
             text = _lock_text(args, env, uv, env_for_uv, progress, wheels_dir=Path(built))
             job = BundleJob(

@@ -75,13 +75,11 @@ def with_user_packages(
     return user_recipe(plan, recipe, pin_commits(user, dict(env)))
 
 
-def pinned_user_packages(args: argparse.Namespace) -> UserPackages:
+def pinned_user_packages(args: argparse.Namespace, env: Mapping[str, str]) -> UserPackages:
     """The user's packages with every git ref at its full commit (what a rendered file records)."""
-    import os  # noqa: PLC0415
-
     from verl_setup.plan.verl_source import pin_commits  # noqa: PLC0415
 
-    return pin_commits(_no_keep(user_packages(args)), dict(os.environ))
+    return pin_commits(_no_keep(user_packages(args)), dict(env))
 
 
 def _no_keep(user: UserPackages) -> UserPackages:

@@ -64,7 +64,7 @@ def context_files(plan: Plan, options: RenderOptions) -> list[RenderedFile]:
 def run(args: argparse.Namespace, env: Mapping[str, str], out: TextIO) -> int:
     """The whole command: context, build, verify, label, optionally push."""
     plan = plan_for(args, env)
-    options = options_from_args(args)
+    options = options_from_args(args, env)
     files = context_files(plan, options)
     if args.print_context:
         entries = describe_context(files)
@@ -104,7 +104,7 @@ def run(args: argparse.Namespace, env: Mapping[str, str], out: TextIO) -> int:
         extensions=options.extensions,
         nvcc_version=plan.row.torch.cuda,
         wheel_sources=options.wheel_sources,
-        env=os.environ,
+        env=env,
         missing="build",
     )
     recipe = user_recipe(plan, recipe, options.user)  # a verl of the user's is not the row's pin

@@ -14,11 +14,10 @@ from verl_setup.commands.flags import add_plan_flags, add_recipe_flags
 from verl_setup.environment.lock import compile_lock, compile_pylock, parse, parse_pylock, write_lock
 from verl_setup.environment.pylock import check_name
 from verl_setup.environment.user_lock import local_warnings
-from verl_setup.environment.uv import uv_env
+from verl_setup.environment.uv import uv_and_env
 from verl_setup.errors import BadInputError
 from verl_setup.output import Progress, envelope
 from verl_setup.plan.recipe import recipe_for
-from verl_setup.util.uvbin import find_uv
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -56,7 +55,8 @@ def run(args: argparse.Namespace, env: Mapping[str, str], out: TextIO) -> int:
     for warning in (*recipe.warnings, *local_warnings(recipe)):
         progress.say(f"warning: {warning}")
     write = compile_pylock if args.format == "pylock" else compile_lock
-    text = write(plan, recipe, uv=find_uv(), env=uv_env(base=env, warn=progress.say))
+    uv, uv_environment = uv_and_env(env, progress.say)
+    text = write(plan, recipe, uv=uv, env=uv_environment)
     pins = len((parse_pylock if args.format == "pylock" else parse)(text, Path("<new lock>")).pins)
     if to_stdout:
         out.write(text)

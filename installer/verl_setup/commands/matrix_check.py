@@ -13,7 +13,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import TextIO
 
-from verl_setup.environment.uv import uv_env
+from verl_setup.environment.uv import uv_and_env
 from verl_setup.errors import CheckFailedError, InstallError, VerlSetupError
 from verl_setup.maintenance.check import RowCheck, check_row, default_index, indexes_for
 from verl_setup.maintenance.closure_targets import with_targets
@@ -24,7 +24,6 @@ from verl_setup.matrix.resolved import load_resolved, record_resolved
 from verl_setup.matrix.schema import Row
 from verl_setup.matrix.wheel_seen import load_seen, record_seen
 from verl_setup.output import Progress, emit
-from verl_setup.util.uvbin import find_uv
 
 
 def text(results: Sequence[RowCheck]) -> str:
@@ -100,7 +99,7 @@ def command(
     """Check the rows (all when none are named); exit 5 when any regressed."""
     rows = [matrix.row(r) for r in row_ids] if row_ids else list(matrix.rows)
     progress = Progress(quiet=quiet)
-    uv, uv_environment = find_uv(), uv_env(base=env, warn=progress.say)
+    uv, uv_environment = uv_and_env(env, progress.say)
     baseline = load_resolved(matrix.path)
     default = default_index(uv, uv_environment)
     start = time.monotonic()

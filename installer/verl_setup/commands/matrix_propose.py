@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import TextIO
 
 from verl_setup.environment.index import masked
-from verl_setup.environment.uv import uv_env
+from verl_setup.environment.uv import uv_and_env
 from verl_setup.errors import BadInputError
 from verl_setup.maintenance.candidate_row import row_data
 from verl_setup.maintenance.check import default_index
@@ -17,7 +17,6 @@ from verl_setup.maintenance.propose import Candidate, Proposer, Refusal
 from verl_setup.maintenance.releases import default_since
 from verl_setup.matrix.load import Matrix
 from verl_setup.output import Progress, envelope
-from verl_setup.util.uvbin import find_uv
 from verl_setup.util.yamlread import dump_yaml
 
 _DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
@@ -63,7 +62,7 @@ def command(
     if out_file is not None and out_file.exists():
         raise BadInputError(f"--out {out_file} exists; propose writes only a new file, for review")
     progress = Progress(quiet=quiet)
-    uv, uv_environment = find_uv(), uv_env(base=env, warn=progress.say)
+    uv, uv_environment = uv_and_env(env, progress.say)
     index = default_index(uv, uv_environment)
     if since is None:
         since = default_since(matrix, index)

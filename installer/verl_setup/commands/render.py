@@ -42,13 +42,13 @@ def run(args: argparse.Namespace, env: Mapping[str, str], out: TextIO) -> int:
     from verl_setup.render.cluster_options import cluster_options  # noqa: PLC0415
 
     plan = cluster_plan(args, env)
-    options, warnings = cluster_options(options_from_args(args), plan.cluster)
+    options, warnings = cluster_options(options_from_args(args, env), plan.cluster)
     for warning in warnings:
         sys.stderr.write(f"verl-setup: warning: {warning}\n")
     return run_render(args, plan.plan, out, options=options, env=env)
 
 
-def options_from_args(args: argparse.Namespace) -> RenderOptions:
+def options_from_args(args: argparse.Namespace, env: Mapping[str, str]) -> RenderOptions:
     """RenderOptions from the render flags."""
     if args.nodes < 1:
         raise BadInputError(f"--nodes {args.nodes}: need at least 1")
@@ -71,7 +71,7 @@ def options_from_args(args: argparse.Namespace) -> RenderOptions:
         gpus_per_node=args.gpu_count,
         extensions=extension_requests(args),
         wheel_sources=wheel_sources(args),
-        user=pinned_user_packages(args),
+        user=pinned_user_packages(args, env),
     )
 
 
@@ -84,7 +84,7 @@ def run_render(
     env: Mapping[str, str] | None = None,
 ) -> int:
     """Render; refuse to clobber a changed file without --force (exit 2, naming it)."""
-    options = options or options_from_args(args)
+    options = options or options_from_args(args, env or {})
     rendered = render(plan, options)
     if "uv-project" in options.targets:
         rendered += _uv_lock(args, plan, options, rendered, env or {})
@@ -124,8 +124,8 @@ def _uv_lock(
     env: Mapping[str, str],
 ) -> list[RenderedFile]:
     """The uv project's uv.lock, made by `uv lock` (not in a dry run: that resolves nothing)."""
+    from verl_setup.environment.uv_lock import lock  # noqa: PLC0415
     from verl_setup.render.templates import TARGETS, uv_project_of  # noqa: PLC0415
-    from verl_setup.render.uv_project import lock  # noqa: PLC0415
 
     progress = Progress(quiet=getattr(args, "quiet", False))
     for warning in uv_project_of(plan, options).warnings:

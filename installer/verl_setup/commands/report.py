@@ -5,7 +5,6 @@ masked; every section is cut to a budget so that the block fits in one GitHub co
 from __future__ import annotations
 
 import argparse
-import json
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TextIO
@@ -56,26 +55,9 @@ def _host(args: argparse.Namespace) -> str:
 
 
 def _verify(args: argparse.Namespace, env: Mapping[str, str]) -> str:
-    from verl_setup.environment.verify import MANIFEST, from_manifest, target_python, verify_env  # noqa: PLC0415
+    from verl_setup.environment.verify_target import report_verify  # noqa: PLC0415
 
-    python = target_python(args.prefix, None, env)
-    prefix = python.parent.parent
-    if not (prefix / MANIFEST).is_file():
-        return f"not run: {prefix} has no {MANIFEST} (it was not installed by verl-setup)"
-    result = verify_env(
-        python,
-        lambda snap: from_manifest(Path(snap.prefix) / MANIFEST),  # type: ignore[arg-type,return-value]
-        import_timeout=900.0 if args.imports else None,
-        env=env,
-    )
-    from verl_setup.environment.user_verify import user_lines  # noqa: PLC0415
-
-    try:
-        mine = user_lines(json.loads((prefix / MANIFEST).read_text(encoding="utf-8")))
-    except (OSError, ValueError, AttributeError):
-        mine = []
-    head = "".join(f"{line}\n" for line in mine)
-    return head + result.text() + ("" if args.imports else "(pins only: --imports adds the import probe)\n")
+    return report_verify(args.prefix, env, imports=args.imports)
 
 
 def _doctor(args: argparse.Namespace, env: Mapping[str, str]) -> str:

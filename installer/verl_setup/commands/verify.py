@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import json
 from collections.abc import Mapping
 from pathlib import Path
 from typing import TextIO
@@ -11,16 +10,13 @@ from typing import TextIO
 from verl_setup.cluster.verify import verify_cluster
 from verl_setup.environment.lock import read_lock
 from verl_setup.environment.verify import (
-    MANIFEST,
     Expected,
     Snapshot,
-    from_lock,
-    from_manifest,
-    from_requirements,
     target_python,
     verify_env,
 )
-from verl_setup.errors import BadInputError, CheckFailedError
+from verl_setup.environment.verify_target import expected_from, manifest_row
+from verl_setup.errors import CheckFailedError
 from verl_setup.matrix.load import load_matrix
 from verl_setup.output import emit
 
@@ -52,19 +48,10 @@ def run(args: argparse.Namespace, env: Mapping[str, str], out: TextIO) -> int:
             python, args.ray, lock=lock, timeout=args.timeout, env=env, out=out, as_json=args.json
         )
 
+    row = load_matrix(args.matrix).row(args.row) if args.row else None
+
     def expected_for(snap: Snapshot) -> Expected:
-        if lock is not None:
-            return from_lock(lock, snap.markers)
-        if args.row:
-            row = load_matrix(args.matrix).row(args.row)
-            return from_requirements(f"row {row.id}", row.requirements())
-        manifest = from_manifest(Path(snap.prefix) / MANIFEST)
-        if manifest is None:
-            raise BadInputError(
-                f"nothing to compare {snap.prefix} with: it has no {MANIFEST} (not installed by "
-                "verl-setup); give --lock FILE or --row ID"
-            )
-        return manifest
+        return expected_from(snap, lock=lock, row=row)
 
     timeout = None if args.no_import else args.import_timeout
     gpu_only, left_out, known = _row_facts(args, python)
@@ -93,14 +80,10 @@ def _row_facts(
     """The row's modules that need an NVIDIA driver to import (--row, else the manifest's row), the
     modules of packages the install left out on purpose (the manifest's torch_extensions), and the
     imports the row's known issues break."""
-    row_id, left = args.row, []
-    try:
-        record = json.loads((python.parent.parent / MANIFEST).read_text(encoding="utf-8"))
-        row_id = row_id or record["row"]["id"]
-        left = [n for n, e in (record.get("torch_extensions") or {}).items() if e.get("mode") == "without"]
-    except (OSError, ValueError, KeyError, TypeError, AttributeError):
-        if row_id is None:
-            return {}, {}, {}
+    found, left = manifest_row(python)
+    row_id = args.row or found
+    if row_id is None:
+        return {}, {}, {}
     matrix = load_matrix(args.matrix)
     row = next((r for r in matrix.rows if r.id == row_id), None)
     gpu_only = dict(row.gpu_only_imports) if row else {}

@@ -279,3 +279,10 @@ def uv_error(stderr: str) -> str:
     if causes:
         parts.append(causes[-1])
     return ": ".join(parts) or "no message"
+
+
+def uv_and_env(env: Mapping[str, str], warn: Callable[[str], None]) -> tuple[str, dict[str, str]]:
+    """The uv to run (the bundled one) and the environment to run it in (uv_env)."""
+    from verl_setup.util.uvbin import find_uv  # noqa: PLC0415
+
+    return find_uv(), uv_env(base=env, warn=warn)

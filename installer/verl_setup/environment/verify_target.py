@@ -1,0 +1,71 @@
+"""What `verify` and `report` compare an environment with: its lock, a row's pins, or the manifest
+install wrote into it (verl-setup.json), and what that manifest says of the row and its packages."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from pathlib import Path
+
+from verl_setup.environment.lock import Lock
+from verl_setup.environment.verify import (
+    MANIFEST,
+    Expected,
+    Report,
+    Snapshot,
+    from_lock,
+    from_manifest,
+    from_requirements,
+    target_python,
+    verify_env,
+)
+from verl_setup.errors import BadInputError
+from verl_setup.matrix.schema import Row
+
+
+def expected_from(snap: Snapshot, *, lock: Lock | None, row: Row | None) -> Expected:
+    """The lock's distributions, else the row's pins, else the environment's own manifest."""
+    if lock is not None:
+        return from_lock(lock, snap.markers)
+    if row is not None:
+        return from_requirements(f"row {row.id}", row.requirements())
+    manifest = from_manifest(Path(snap.prefix) / MANIFEST)
+    if manifest is None:
+        raise BadInputError(
+            f"nothing to compare {snap.prefix} with: it has no {MANIFEST} (not installed by "
+            "verl-setup); give --lock FILE or --row ID"
+        )
+    return manifest
+
+
+def manifest_row(python: Path) -> tuple[str | None, list[str]]:
+    """The row id the manifest beside `python`'s environment names, and the packages built
+    against torch it left out on purpose; (None, []) without a readable manifest."""
+    try:
+        record = json.loads((python.parent.parent / MANIFEST).read_text(encoding="utf-8"))
+        left = [n for n, e in (record.get("torch_extensions") or {}).items() if e.get("mode") == "without"]
+        return str(record["row"]["id"]), left
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return None, []
+
+
+def report_verify(prefix: Path | None, env: Mapping[str, str], *, imports: bool) -> str:
+    """`report`'s verify section: the environment against its manifest, pins only unless `imports`."""
+    from verl_setup.environment.user_verify import user_lines  # noqa: PLC0415
+
+    python = target_python(prefix, None, env)
+    where = python.parent.parent
+    if not (where / MANIFEST).is_file():
+        return f"not run: {where} has no {MANIFEST} (it was not installed by verl-setup)"
+    result: Report = verify_env(
+        python,
+        lambda snap: expected_from(snap, lock=None, row=None),
+        import_timeout=900.0 if imports else None,
+        env=env,
+    )
+    try:
+        mine = user_lines(json.loads((where / MANIFEST).read_text(encoding="utf-8")))
+    except (OSError, ValueError, AttributeError):
+        mine = []
+    head = "".join(f"{line}\n" for line in mine)
+    return head + result.text() + ("" if imports else "(pins only: --imports adds the import probe)\n")
