@@ -32,6 +32,12 @@ def parse_count(text: str, what: str, maximum: int) -> int:
     return int(m[1])
 
 
+def minor_of(version: str) -> str:
+    """ "X.Y" of a version string ("0.9.1" -> "0.9", "2.11.0+cu130" -> "2.11"); "" when it has none."""
+    m = re.match(r"\s*v?([0-9]+)\.([0-9]+)", version)
+    return f"{m[1]}.{m[2]}" if m else ""
+
+
 @total_ordering
 @dataclass(frozen=True)
 class DriverVersion:

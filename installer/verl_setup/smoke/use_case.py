@@ -1,0 +1,58 @@
+"""`verl-setup smoke`'s one call: read the env, check its verl has smoke modules, run, tidy up."""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from verl_setup.errors import BadInputError
+from verl_setup.smoke.launch import NoModuleLineError, module_line
+from verl_setup.smoke.manifest import read_target
+from verl_setup.smoke.run import Options, Report, Say, smoke
+from verl_setup.util.bounded import one_line
+
+
+@dataclass(frozen=True, kw_only=True)
+class SmokeRequest:
+    """The command's options, typed."""
+
+    prefix: Path
+    work: Path
+    model: Path | None = None
+    gpus: int = 0
+    ray_cpus: int = 16
+    storage_units: int = 1
+    timeout: float = 600.0
+    keep: bool = False
+
+
+def run_smoke(req: SmokeRequest, env: Mapping[str, str], say: Say) -> Report:
+    """Run the smoke test; the run folder is removed after a pass unless kept (kept after a failure)."""
+    target = read_target(req.prefix)
+    if req.model is not None and not (req.model / "config.json").is_file():
+        raise BadInputError(
+            f"--model {one_line(str(req.model))}: no config.json there (a Hugging Face model folder)"
+        )
+    if req.gpus == 0:
+        try:
+            module_line(target.verl)
+        except NoModuleLineError as exc:
+            raise BadInputError(f"{exc}; run the GPU path (--gpus N) on a GPU host") from exc
+    elif target.engine is None:
+        raise BadInputError(f"row {target.row} has no rollout engine (vllm or sglang) for the GPU path")
+    if req.timeout <= 0:
+        raise BadInputError("--timeout must be above 0")
+    opts = Options(
+        work=req.work,
+        model=req.model,
+        gpus=req.gpus,
+        ray_cpus=req.ray_cpus,
+        storage_units=req.storage_units,
+        timeout=req.timeout,
+    )
+    report = smoke(target, opts, env, say)
+    if report.ok and not req.keep:
+        shutil.rmtree(req.work, ignore_errors=True)
+    return report
