@@ -120,3 +120,15 @@ def test_the_private_rays_processes_get_the_cpu_platform_but_no_address() -> Non
     assert env["VERL_PLATFORM"] == "cpu"
     assert "RAY_ADDRESS" not in env
     assert QUIET["RAY_enable_worker_prestart"] == "0"
+
+
+def test_the_runs_programs_never_get_the_users_ray_and_cache_bytecode_outside_the_env() -> None:
+    from verl_setup.smoke.run import _child_env  # noqa: PLC0415  # the one helper under test
+
+    env = _child_env(
+        {"RAY_ADDRESS": "10.0.0.1:6379", "PYTHONDONTWRITEBYTECODE": "1", "VERL_SETUP_CACHE_DIR": "/c"}
+    )
+    assert "RAY_ADDRESS" not in env
+    assert "PYTHONDONTWRITEBYTECODE" not in env
+    assert env["PYTHONPYCACHEPREFIX"] == "/c/pycache"
+    assert _child_env({"PYTHONPYCACHEPREFIX": "/mine"})["PYTHONPYCACHEPREFIX"] == "/mine"

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from verl_setup.matrix.cache import cache_dir
 from verl_setup.smoke import checks, launch
 from verl_setup.smoke import ray as private_ray
 from verl_setup.smoke.manifest import Target
@@ -129,7 +130,7 @@ def smoke(target: Target, opts: Options, env: Mapping[str, str], say: Say) -> Re
     report = Report(target=target, work=opts.work)
     stages = Stages(report, say)
     opts.work.mkdir(parents=True, exist_ok=True)
-    child_env = {k: v for k, v in env.items() if k != "RAY_ADDRESS"}  # never the user's Ray
+    child_env = _child_env(env)
     running: private_ray.PrivateRay | None = None
     with PeakSampler(lambda: [os.getpid()], skip_roots=True) as sampler:
         try:
@@ -180,6 +181,17 @@ def smoke(target: Target, opts: Options, env: Mapping[str, str], say: Say) -> Re
     if not report.ok:
         report.diagnosis = _diagnose(opts.work, env)
     return report
+
+
+def _child_env(env: Mapping[str, str]) -> dict[str, str]:
+    """The caller's variables for the run's programs, less RAY_ADDRESS (never the user's Ray), with
+    bytecode cached in verl-setup's cache folder: an env installed without compiled bytecode (uv's
+    default) under PYTHONDONTWRITEBYTECODE compiles torch, verl and Ray from source in every one of
+    the run's dozen processes; Ray's dashboard agent then misses the raylet's fixed 15 s wait on a
+    busy host. The cache mirrors the env's paths (PYTHONPYCACHEPREFIX): the env is not written to."""
+    child = {k: v for k, v in env.items() if k not in ("RAY_ADDRESS", "PYTHONDONTWRITEBYTECODE")}
+    child.setdefault("PYTHONPYCACHEPREFIX", str(cache_dir(env) / "pycache"))
+    return child
 
 
 class AssetsError(RuntimeError):
@@ -290,7 +302,7 @@ def _diagnose(work: Path, env: Mapping[str, str]) -> dict[str, Any]:
     from verl_setup.diagnose.verdict import diagnose  # noqa: PLC0415
 
     paths = [p for p in (work / "main_ppo.log", work / "assets.log") if p.exists()]
-    paths += sorted(work.glob("ray-start.*.log"))
+    paths += sorted((work / "ray").glob("ray-start.*.log"))
     paths += [s for s in sorted((work / "ray").glob("try*/session_latest")) if s.exists()]
     result: dict[str, Any] = diagnose(gather(paths, env, system=False)).to_json()
     return result

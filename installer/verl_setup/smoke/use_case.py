@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import shutil
-from collections.abc import Mapping
+import signal
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -26,6 +28,26 @@ class SmokeRequest:
     storage_units: int = 1
     timeout: float = 600.0
     keep: bool = False
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM during a run: unwinds like Ctrl-C, so the private Ray and main_ppo are stopped."""
+
+
+@contextlib.contextmanager
+def _sigterm_as_interrupt() -> Iterator[None]:
+    def handler(signum: int, _frame: object) -> None:
+        raise Terminated(f"signal {signum}")
+
+    try:
+        previous = signal.signal(signal.SIGTERM, handler)
+    except ValueError:  # not the main thread: leave signals alone
+        yield
+        return
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 def run_smoke(req: SmokeRequest, env: Mapping[str, str], say: Say) -> Report:
@@ -52,7 +74,8 @@ def run_smoke(req: SmokeRequest, env: Mapping[str, str], say: Say) -> Report:
         storage_units=req.storage_units,
         timeout=req.timeout,
     )
-    report = smoke(target, opts, env, say)
+    with _sigterm_as_interrupt():
+        report = smoke(target, opts, env, say)
     if report.ok and not req.keep:
         shutil.rmtree(req.work, ignore_errors=True)
     return report
