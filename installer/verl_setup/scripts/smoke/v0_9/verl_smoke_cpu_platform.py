@@ -107,7 +107,8 @@ class PlatformCPU(PlatformBase):
         return False
 
     def current_device(self):
-        return 0
+        # verl uses it as a device (`.to(get_device_id())`, fsdp_utils.py:507): an int means cuda:N
+        return torch.device("cpu")
 
     def device_count(self):
         return 1
