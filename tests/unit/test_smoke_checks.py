@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.conftest import FIXTURES
 from verl_setup.smoke import checks
 from verl_setup.smoke.metrics import Progress, feed_all, parse_step, parse_value
 from verl_setup.smoke.safetensors_read import to_bf16
@@ -154,3 +155,13 @@ def test_checkpoint_names_what_is_missing(tmp_path: Path) -> None:
     (actor / "optim_world_size_1_rank_0.pt").write_bytes(b"x")
     (actor / "huggingface" / "model.safetensors").write_bytes(b"x")
     assert checks.checkpoint_check(actor).ok
+
+
+def test_a_real_runs_output_passes_the_losses_and_sync_checks_and_reaches_checkpoint() -> None:
+    lines = (FIXTURES / "smoke" / "main_ppo-steps.log").read_text().splitlines()
+    p = feed_all(Progress(steps=2), lines)
+    assert p.stage == "checkpoint"
+    assert checks.losses_check(p.metrics, 2).ok
+    sync = checks.sync_check(p.metrics, 2, 1e-3)
+    assert sync.ok
+    assert sync.figures["1"] == pytest.approx(3.93e-5, rel=1e-2)
