@@ -132,3 +132,42 @@ def test_the_runs_programs_never_get_the_users_ray_and_cache_bytecode_outside_th
     assert "PYTHONDONTWRITEBYTECODE" not in env
     assert env["PYTHONPYCACHEPREFIX"] == "/c/pycache"
     assert _child_env({"PYTHONPYCACHEPREFIX": "/mine"})["PYTHONPYCACHEPREFIX"] == "/mine"
+
+
+def test_smoke_warns_before_launch_when_its_ray_cannot_place_the_transfer_queue() -> None:
+    from verl_setup.smoke.run import Options, ray_fit_warning  # noqa: PLC0415  # the helper under test
+
+    two = Options(work=WORK, ray_cpus=2, storage_units=8)
+    warning = ray_fit_warning(two, 3)  # verl 0.9.1's max_colocate_count: 3 CPUs per GPU bundle
+    assert warning is not None
+    assert "a Ray of 2 CPUs cannot place what this run takes (13:" in warning
+    assert warning.endswith("fits: --ray-cpus 13")
+    assert ray_fit_warning(Options(work=WORK, ray_cpus=8, storage_units=8), 3) is not None
+    assert str(ray_fit_warning(Options(work=WORK, ray_cpus=8, storage_units=8), 3)).endswith(
+        "--storage-units 3"
+    )
+    assert ray_fit_warning(Options(work=WORK), 3) is None  # the defaults: 16 CPUs, 1 unit
+
+
+def test_smoke_refuses_a_prefix_verl_setup_did_not_make_in_one_line(tmp_path: Path) -> None:
+    from tests.conftest import run_cli  # noqa: PLC0415
+
+    result = run_cli("smoke", "--prefix", str(tmp_path), "--work", str(tmp_path / "run"))
+    assert result.code == 2
+    assert result.err.strip().splitlines() == [
+        f"verl-setup: error: {tmp_path} has no verl-setup.json: not an env `verl-setup install` made"
+    ]
+    assert not (tmp_path / "run").exists()
+
+
+def test_smoke_refuses_a_verl_without_cpu_modules_before_starting_anything(tmp_path: Path) -> None:
+    import json  # noqa: PLC0415
+
+    from tests.conftest import run_cli  # noqa: PLC0415
+
+    manifest = {"row": {"id": "verl0.8-x"}, "distributions": {"verl": "0.8.2", "vllm": "0.10.0"}}
+    (tmp_path / "verl-setup.json").write_text(json.dumps(manifest))
+    result = run_cli("smoke", "--prefix", str(tmp_path), "--work", str(tmp_path / "run"))
+    assert result.code == 2
+    assert "verl 0.8.2 has no CPU smoke modules (kept for verl 0.9)" in result.err
+    assert "run the GPU path (--gpus N) on a GPU host" in result.err

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import tempfile
 from collections.abc import Mapping
 from pathlib import Path
 from typing import TextIO
@@ -53,7 +52,7 @@ def run(args: argparse.Namespace, env: Mapping[str, str], out: TextIO) -> int:
         ray_cpus=args.ray_cpus,
         storage_units=args.storage_units,
         timeout=args.timeout,
-        work=args.work or Path(tempfile.mkdtemp(prefix="verl-setup-smoke-")),
+        work=args.work,
         keep=args.keep,
     )
     report = run_smoke(request, env, progress.say)

@@ -122,9 +122,7 @@ def start(
                 s in str(exc) or s in _raylet_log(temp_dir / f"try{attempt}") for s in SLOW
             ):
                 raise
-            say(
-                f"smoke: ray start: the raylet gave up on its agents (a loaded host): try {attempt + 1}"
-            )
+            say(f"smoke: ray start: the raylet gave up on its agents (a loaded host): try {attempt + 1}")
     raise AssertionError("unreachable")  # pragma: no cover
 
 

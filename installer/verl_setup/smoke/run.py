@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
+import tempfile
 import threading
 import time
 from collections.abc import Callable, Mapping
@@ -18,6 +20,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from verl_setup.doctor.checks.ray_demand import Demand
+from verl_setup.doctor.probes.ray_local import cpus_per_bundle
 from verl_setup.matrix.cache import cache_dir
 from verl_setup.smoke import checks, launch
 from verl_setup.smoke import ray as private_ray
@@ -148,9 +152,12 @@ def smoke(target: Target, opts: Options, env: Mapping[str, str], say: Say) -> Re
                 storage_units=opts.storage_units,
             )
             stages.enter("ray start", f"a private Ray ({opts.ray_cpus} CPUs, {max(1, opts.gpus)} GPU)")
+            warning = ray_fit_warning(opts, _cpus_per_bundle(target))
+            if warning:
+                say(warning)
             running = private_ray.start(
                 target.ray,
-                opts.work / "ray",
+                _ray_root(opts.work, env),
                 cpus=opts.ray_cpus,
                 gpus=max(1, opts.gpus),
                 env={**child_env, **launch.ray_environment(settings)},
@@ -181,6 +188,45 @@ def smoke(target: Target, opts: Options, env: Mapping[str, str], say: Say) -> Re
     if not report.ok:
         report.diagnosis = _diagnose(opts.work, env)
     return report
+
+
+def ray_fit_warning(opts: Options, per_bundle: int) -> str | None:
+    """doctor's Ray-CPU count for this run's own settings: a warning (before launch) when the private
+    Ray cannot place what main_ppo takes, since the run would then wait silently until --timeout."""
+    d = Demand(
+        storage_units=opts.storage_units,
+        controller=1,
+        bundles=max(1, opts.gpus) * per_bundle,
+        agent_workers=1,
+        reward_workers=1,
+    )
+    if opts.ray_cpus >= d.needed:
+        return None
+    units = opts.ray_cpus - d.controller - d.bundles - 1  # what fits beside the rest
+    fewer = f" or --storage-units {units}" if 1 <= units < d.storage_units else ""
+    return (
+        f"warning: a Ray of {opts.ray_cpus} CPUs cannot place what this run takes ({d.needed}: "
+        f"{d.words()}): main_ppo will wait until --timeout; fits: --ray-cpus {d.needed}{fewer}"
+    )
+
+
+def _cpus_per_bundle(target: Target) -> int:
+    site = next(iter(sorted(target.prefix.glob("lib/python*/site-packages"))), None)
+    found = cpus_per_bundle(site) if site is not None else None
+    return found[0] if found else 1
+
+
+def _ray_root(work: Path, env: Mapping[str, str]) -> Path:
+    """A short folder for the private Ray, linked from work/ray: Ray's sockets live under its
+    session folder and AF_UNIX paths stop at 107 bytes, which a deep --work (pytest's tmp_path)
+    passes ("validate_socket_filename failed ... plasma_store")."""
+    root = Path(env.get("RAY_TMPDIR") or env.get("TMPDIR") or tempfile.gettempdir())
+    folder = Path(tempfile.mkdtemp(prefix="vss-", dir=root))
+    link = work / "ray"
+    if link.is_symlink() or link.exists():
+        link.unlink() if link.is_symlink() else shutil.rmtree(link)
+    link.symlink_to(folder, target_is_directory=True)
+    return folder
 
 
 def _child_env(env: Mapping[str, str]) -> dict[str, str]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import shutil
 import signal
+import tempfile
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,7 +22,7 @@ class SmokeRequest:
     """The command's options, typed."""
 
     prefix: Path
-    work: Path
+    work: Path | None = None  # None: a new temp folder
     model: Path | None = None
     gpus: int = 0
     ray_cpus: int = 16
@@ -66,8 +67,9 @@ def run_smoke(req: SmokeRequest, env: Mapping[str, str], say: Say) -> Report:
         raise BadInputError(f"row {target.row} has no rollout engine (vllm or sglang) for the GPU path")
     if req.timeout <= 0:
         raise BadInputError("--timeout must be above 0")
+    work = req.work or Path(tempfile.mkdtemp(prefix="verl-setup-smoke-"))
     opts = Options(
-        work=req.work,
+        work=work,
         model=req.model,
         gpus=req.gpus,
         ray_cpus=req.ray_cpus,
@@ -77,5 +79,8 @@ def run_smoke(req: SmokeRequest, env: Mapping[str, str], say: Say) -> Report:
     with _sigterm_as_interrupt():
         report = smoke(target, opts, env, say)
     if report.ok and not req.keep:
-        shutil.rmtree(req.work, ignore_errors=True)
+        ray = work / "ray"
+        if ray.is_symlink():  # the private Ray's short folder (run._ray_root)
+            shutil.rmtree(ray.resolve(), ignore_errors=True)
+        shutil.rmtree(work, ignore_errors=True)
     return report
