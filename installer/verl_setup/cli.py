@@ -31,6 +31,7 @@ SUBCOMMANDS = {
     "lock": ("lock", "a hashed lock for the row's target Python and platform"),
     "bundle": ("bundle", "a lock and its every wheel (and Python) in a folder, for `install --offline`"),
     "verify": ("verify", "does an environment (or every Ray node) match its lock or row?"),
+    "smoke": ("smoke", "train: verl's own main_ppo, 2 GRPO steps on a tiny local model, in an env"),
     "wheelhouse": ("wheelhouse", "build a row's torch extensions once into a shared PEP 503 folder"),
     "doctor": ("doctor", "the silent traps (Python, CUDA, Ray, HF cache, GPU memory, launch)"),
     "completion": ("completion", "a shell completion script (bash, zsh, fish), written from this parser"),
@@ -56,7 +57,9 @@ is on an extra index unless VERL_SETUP_PROVE_EXTRA_INDEXES=1 (it is not tested w
 index can be reached), and `matrix prove` leaves a row's git sources out unless
 VERL_SETUP_PROVE_GIT=1 and its packages built against torch out except those
 VERL_SETUP_PROVE_WITH names (comma-separated; they come from the wheel sources,
-VERL_SETUP_PROVE_WHEEL_SOURCES for a proof: it reads no other VERL_SETUP_*). uv reads its
+VERL_SETUP_PROVE_WHEEL_SOURCES for a proof: it reads no other VERL_SETUP_*); its `trains` step
+runs `smoke` (VERL_SETUP_PROVE_TRAINS=0 leaves it out), for a GPU row only on a GPU host:
+VERL_SETUP_PROVE_GPUS=N and VERL_SETUP_PROVE_GPU_NAME, which .ci/gpu-smoke sets. uv reads its
 own UV_* settings, except those that would re-resolve a row
 (UV_TORCH_BACKEND, UV_EXTRA_INDEX_URL, ...), which are dropped with a warning."""
 

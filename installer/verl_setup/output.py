@@ -14,7 +14,8 @@ from typing import Any, TextIO
 from verl_setup.errors import VerlSetupError
 
 # The envelope's version. 2: every --json is {schema, command, ok, error?, data}; 1 was each
-# command's own keys beside "schema". A command's `data` is described by schemas/COMMAND.json.
+# command's own keys beside "schema"; 4 adds detect's accelerators and smoke. A command's `data`:
+# schemas/COMMAND.json.
 SCHEMA = 4
 
 

@@ -26,6 +26,7 @@ LAYERS = (
     ("verl_setup.image",),  # renders the docker target first, then builds it
     ("verl_setup.doctor",),
     ("verl_setup.diagnose",),  # reads a failed run; uses doctor's NCCL address classes
+    ("verl_setup.smoke",),  # trains in an installed env; diagnoses its own failed run
     ("verl_setup.maintenance",),  # keeps the matrix true; uses environment/, nothing below uses it
     ("verl_setup.wheelbuild",),  # builds the wheelhouse; uses environment/ and maintenance's index client
     ("verl_setup.commands",),

@@ -57,13 +57,22 @@ def test_a_failure_drops_the_levels_recorded_before_it(tmp_path: Path) -> None:
     assert "last failure: installs: uv failed" in words
 
 
-def test_a_gpu_step_survives_a_cpu_side_re_proof(tmp_path: Path) -> None:
+def test_gpu_host_steps_survive_a_cpu_side_re_proof(tmp_path: Path) -> None:
+    # trains and gpu of a GPU row come only from a GPU host; a re-proof here keeps them
     path = copy_matrix(tmp_path)
     row = load_matrix(path).row("verl0.9-vllm0.24.0")
     steps = {"resolves": EVIDENCE, "installs": EVIDENCE, "imports": EVIDENCE}
-    record(load_proof(path), row, {**steps, "gpu": EVIDENCE}, None)
+    record(load_proof(path), row, {**steps, "trains": EVIDENCE, "gpu": EVIDENCE}, None)
     record(load_proof(path), row, steps, None)
     assert load_proof(path).for_row(row)[0] == "gpu"
+
+
+def test_a_gpu_step_without_trains_stops_the_level_at_imports(tmp_path: Path) -> None:
+    path = copy_matrix(tmp_path)
+    row = load_matrix(path).row("verl0.9-vllm0.24.0")
+    steps = {"resolves": EVIDENCE, "installs": EVIDENCE, "imports": EVIDENCE, "gpu": EVIDENCE}
+    record(load_proof(path), row, steps, None)
+    assert load_proof(path).for_row(row)[0] == "imports"
 
 
 def test_a_broken_proof_file_is_one_line_exit_2(tmp_path: Path) -> None:

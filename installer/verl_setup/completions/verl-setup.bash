@@ -20,7 +20,7 @@ _verl_setup() {
   esac
   if [[ -z $opts ]]; then
     case "$path" in
-    '') opts='detect plan matrix render docker install lock bundle verify wheelhouse doctor completion diagnose report -h --help --version' ;;
+    '') opts='detect plan matrix render docker install lock bundle verify smoke wheelhouse doctor completion diagnose report -h --help --version' ;;
     detect) opts='-h --help --json --ray --slurm --out --force --prefix --python --runtime-env --installed --timeout -v --verbose -q --quiet --no-config' ;;
     plan) opts='-h --help --json --explain --cluster --host --driver --gpu --sm --gpu-count --no-gpu --npu --cann --rocm --arch --glibc --python --verl --engine --backend --policy --prefer --row --matrix --build --build-flash-attn --wheel-source --without --with --with-requirements --with-editable --keep -v --verbose -q --quiet --no-config' ;;
     matrix) opts='list show validate prove check propose -h --help' ;;
@@ -37,6 +37,7 @@ _verl_setup() {
     lock) opts='-h --help --out --format --json --build --build-flash-attn --wheel-source --without --with --with-requirements --with-editable --keep --host --driver --gpu --sm --gpu-count --no-gpu --npu --cann --rocm --arch --glibc --python --verl --engine --backend --policy --prefer --row --matrix -v --verbose -q --quiet --no-config' ;;
     bundle) opts='-h --help --out --lock --no-python --wait --json --build --build-flash-attn --wheel-source --without --with --with-requirements --with-editable --keep --host --driver --gpu --sm --gpu-count --no-gpu --npu --cann --rocm --arch --glibc --python --verl --engine --backend --policy --prefer --row --matrix -v --verbose -q --quiet --no-config' ;;
     verify) opts='-h --help --prefix --python --lock --row --matrix --ray --timeout --no-import --import-timeout --json -v --verbose -q --quiet --no-config' ;;
+    smoke) opts='-h --help --prefix --model --gpus --ray-cpus --storage-units --timeout --work --keep --json -v --verbose -q --quiet --no-config' ;;
     wheelhouse) opts='build list -h --help' ;;
     'wheelhouse build') opts='-h --help --out --only --source --arch-list --jobs --nvcc --keep-scratch --json --host --driver --gpu --sm --gpu-count --no-gpu --npu --cann --rocm --arch --glibc --python --verl --engine --backend --policy --prefer --row --matrix -v --verbose -q --quiet --no-config' ;;
     'wheelhouse list') opts='-h --help --verify --json -v --verbose -q --quiet --no-config' ;;

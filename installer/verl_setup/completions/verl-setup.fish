@@ -1,6 +1,6 @@
 # verl-setup completion for fish, written from its parser by `make completion`.
 complete -c verl-setup -f
-complete -c verl-setup -n __fish_use_subcommand -a 'detect plan matrix render docker install lock bundle verify wheelhouse doctor completion diagnose report'
+complete -c verl-setup -n __fish_use_subcommand -a 'detect plan matrix render docker install lock bundle verify smoke wheelhouse doctor completion diagnose report'
 complete -c verl-setup -n '__fish_seen_subcommand_from matrix; and not __fish_seen_subcommand_from list show validate prove check propose' -a 'list show validate prove check propose'
 complete -c verl-setup -n '__fish_seen_subcommand_from docker; and not __fish_seen_subcommand_from build' -a build
 complete -c verl-setup -n '__fish_seen_subcommand_from wheelhouse; and not __fish_seen_subcommand_from build list' -a 'build list'
@@ -368,6 +368,22 @@ complete -c verl-setup -n '__fish_seen_subcommand_from verify' -l verbose
 complete -c verl-setup -n '__fish_seen_subcommand_from verify' -s q
 complete -c verl-setup -n '__fish_seen_subcommand_from verify' -l quiet
 complete -c verl-setup -n '__fish_seen_subcommand_from verify' -l no-config
+complete -c verl-setup -n '__fish_seen_subcommand_from smoke' -s h
+complete -c verl-setup -n '__fish_seen_subcommand_from smoke' -l help
+complete -c verl-setup -n '__fish_seen_subcommand_from smoke' -l prefix
+complete -c verl-setup -n '__fish_seen_subcommand_from smoke' -l model
+complete -c verl-setup -n '__fish_seen_subcommand_from smoke' -l gpus
+complete -c verl-setup -n '__fish_seen_subcommand_from smoke' -l ray-cpus
+complete -c verl-setup -n '__fish_seen_subcommand_from smoke' -l storage-units
+complete -c verl-setup -n '__fish_seen_subcommand_from smoke' -l timeout
+complete -c verl-setup -n '__fish_seen_subcommand_from smoke' -l work
+complete -c verl-setup -n '__fish_seen_subcommand_from smoke' -l keep
+complete -c verl-setup -n '__fish_seen_subcommand_from smoke' -l json
+complete -c verl-setup -n '__fish_seen_subcommand_from smoke' -s v
+complete -c verl-setup -n '__fish_seen_subcommand_from smoke' -l verbose
+complete -c verl-setup -n '__fish_seen_subcommand_from smoke' -s q
+complete -c verl-setup -n '__fish_seen_subcommand_from smoke' -l quiet
+complete -c verl-setup -n '__fish_seen_subcommand_from smoke' -l no-config
 complete -c verl-setup -n '__fish_seen_subcommand_from build' -s h
 complete -c verl-setup -n '__fish_seen_subcommand_from build' -l help
 complete -c verl-setup -n '__fish_seen_subcommand_from build' -l out

@@ -3,8 +3,10 @@
 For each row, with this package's own commands in child processes: `lock --row` (resolves: a
 hashed resolution for the row's Python and platform), `install --row --no-import` into a
 scratch prefix (installs: a real uv install, every pin verified), then `verify` (imports: the
-import probe of what a training run imports). The `resolves` step also records the glibc floor
-computed from the manylinux tags of the wheels resolved (maintenance/floors.py). The `gpu`
+import probe of what a training run imports), then `smoke` (trains: 2 GRPO steps of verl's own
+main_ppo on a tiny model; on the CPU for the cpu row, on a GPU host for the others). The
+`resolves` step also records the glibc floor computed from the manylinux tags of the wheels
+resolved (maintenance/floors.py). The `gpu`
 level is never set here: only a run on a GPU host records it. Results go to matrices/proof.yaml,
 and each row's resolution to matrices/resolved.yaml (the baseline of `matrix check`), unless
 --no-record.
@@ -87,7 +89,7 @@ def _last_error(stderr: str) -> str:
 def prove_row(  # noqa: PLR0911, PLR0915  # one return per step that can stop the proof
     row: Row, matrix: Matrix, work: Path, env: Mapping[str, str], say: Callable[[str], None]
 ) -> RowResult:
-    """resolves, installs, imports for one row, stopping at the first step that fails."""
+    """resolves, installs, imports, trains for one row, stopping at the first step that fails."""
     result = RowResult(row=row.id)
     if matrix.index_url(row) is not None and env.get("VERL_SETUP_PROVE_EXTRA_INDEXES") != "1":
         result.skipped = f"its torch comes from {matrix.index_url(row)}, which this run does not reach"
@@ -192,9 +194,65 @@ def prove_row(  # noqa: PLR0911, PLR0915  # one return per step that can stop th
         if known:  # imports the row's known issues break (known_broken_imports), each named
             detail["known_issues"] = known
         result.steps["imports"] = Evidence(date=today(), tool=tool, detail=detail)
+        _trains(row, prefix, env, say, result, tool=tool)
     finally:
         shutil.rmtree(prefix, ignore_errors=True)
     return result
+
+
+def _trains(
+    row: Row,
+    prefix: Path,
+    env: Mapping[str, str],
+    say: Callable[[str], None],
+    result: RowResult,
+    *,
+    tool: str,
+) -> None:
+    """trains: `verl-setup smoke` in the installed env (2 GRPO steps of verl's own main_ppo). The cpu
+    row trains on the CPU here; a GPU row only on a GPU host (VERL_SETUP_PROVE_GPUS=N, which the
+    GPU host's script sets), and the step records the host it ran on."""
+    gpus = int(env.get("VERL_SETUP_PROVE_GPUS") or 0)
+    if env.get("VERL_SETUP_PROVE_TRAINS") == "0":
+        result.stopped = "trains: left out (VERL_SETUP_PROVE_TRAINS=0)"
+        return
+    if row.requires.gpu and gpus == 0:
+        result.stopped = "trains needs a GPU host for this row: run .ci/gpu-smoke there"
+        return
+    say(
+        f"{row.id}: trains (verl-setup smoke: 2 GRPO steps of verl's main_ppo, "
+        + (f"{gpus} GPUs)" if gpus else "CPU)")
+    )
+    argv = ["smoke", "--prefix", str(prefix), "--json", *(["--gpus", str(gpus)] if row.requires.gpu else [])]
+    code, out, err, seconds = _cli(argv, env)
+    result.seconds["trains"] = round(seconds, 1)
+    data = (json.loads(out).get("data") or {}) if out.strip().startswith("{") else {}
+    if code != 0 or not data.get("ok"):
+        stage = data.get("failed_stage")
+        result.failed = (
+            f"trains: stage {stage}: {data.get('failure')}" if stage else f"trains: {_last_error(err)}"
+        )
+        return
+    checks = {c["name"]: c["summary"] for c in data["checks"]}
+    result.steps["trains"] = Evidence(
+        date=today(),
+        tool=tool,
+        detail={
+            "path": data["path"],
+            "host": _host_words(gpus, env),
+            "seconds": data["seconds"],
+            "stages": {s["stage"]: s["seconds"] for s in data["stages"]},
+            "peak_pss_mib": data["peak_memory"]["pss_bytes"] // 2**20,
+            "checks": checks,
+        },
+    )
+
+
+def _host_words(gpus: int, env: Mapping[str, str]) -> str:
+    """Where a trains step ran: CPUs here, or the GPUs the GPU host's script named."""
+    if gpus:
+        return f"{gpus} x {env.get('VERL_SETUP_PROVE_GPU_NAME') or 'GPU'} ({platform.node()})"
+    return f"CPU only: {os.cpu_count()} cores, {platform.machine()} ({platform.node()})"
 
 
 def _floor(
@@ -262,11 +320,11 @@ def table(results: Sequence[RowResult]) -> str:
             return f"FAIL {r.seconds.get(level, 0):.0f}s"
         return "-"
 
-    lines = [f"{'row':<28} {'resolves':<10} {'installs':<10} {'imports':<10} gpu"]
+    lines = [f"{'row':<28} {'resolves':<10} {'installs':<10} {'imports':<10} {'trains':<10} gpu"]
     for r in results:
         lines.append(
             f"{r.row:<28} {cell(r, 'resolves'):<10} {cell(r, 'installs'):<10} {cell(r, 'imports'):<10} "
-            "- (needs a GPU host)"
+            f"{cell(r, 'trains'):<10} - (needs a GPU host)"
         )
         if r.failed:
             lines.append(f"    failed: {r.failed}")
@@ -309,7 +367,7 @@ def command(
                 record_resolved(matrix.path, {row.id: closure})
     failed = [r.row for r in results if r.failed]
     error = (
-        CheckFailedError(f"{len(failed)} of {len(results)} rows did not reach `imports`: {', '.join(failed)}")
+        CheckFailedError(f"{len(failed)} of {len(results)} rows failed a proof step: {', '.join(failed)}")
         if failed
         else None
     )

@@ -1,4 +1,4 @@
-"""What was shown for each row (matrices/proof.yaml): resolves, installs, imports, gpu.
+"""What was shown for each row (matrices/proof.yaml): resolves, installs, imports, trains, gpu.
 
 The record is written by `verl-setup matrix prove` (`make prove`), never by hand, and is kept
 apart from the rows so that proving a row does not change its hash. An entry proves the row only
@@ -72,7 +72,7 @@ def words(level: Level | None, left_out: list[str]) -> str:
 
 
 def rank(level: Level | None) -> int:
-    """0 for unproven, 4 for gpu (higher is better proven)."""
+    """0 for unproven, 5 for gpu (higher is better proven)."""
     return 0 if level is None else LEVELS.index(level) + 1
 
 
@@ -95,9 +95,11 @@ class ProofBook:
         if level is None:
             return None, f"not proven ({proof.failed or 'no step recorded'})"
         date = proof.steps[level].date
+        trains = proof.steps.get("trains")
+        where = f"; trained on {trains.detail['host']}" if trains and trains.detail.get("host") else ""
         failed = f"; last failure: {proof.failed}" if proof.failed else ""
         stopped = f"; not further: {proof.stopped}" if proof.stopped else ""
-        return level, f"{words(level, proof.left_out())} (proven {date}){stopped}{gpu}{failed}"
+        return level, f"{words(level, proof.left_out())} (proven {date}){where}{stopped}{gpu}{failed}"
 
 
 def floor_setters(book: ProofBook, row: Row) -> list[str]:

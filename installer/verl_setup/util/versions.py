@@ -25,8 +25,10 @@ def shown(text: str) -> str:
 
 
 def minor_of(version: str) -> str:
-    """The "X.Y" of a version string ("2.11.0+cu130" -> "2.11"); shorter input comes back as it is."""
-    return ".".join(version.split("+", 1)[0].split(".")[:2])
+    """The "X.Y" of a version string ("2.11.0+cu130" -> "2.11", "v0.9.1" -> "0.9"); input without
+    a minor comes back without its local label ("12" -> "12")."""
+    m = re.match(r"\s*v?([0-9]+)\.([0-9]+)", version)
+    return f"{m[1]}.{m[2]}" if m else version.split("+", 1)[0]
 
 
 def parse_count(text: str, what: str, maximum: int) -> int:

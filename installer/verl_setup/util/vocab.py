@@ -23,8 +23,14 @@ POLICIES: tuple[Policy, ...] = get_args(Policy)
 Prefer = Literal["whole", "order"]
 PREFERENCES: tuple[Prefer, ...] = get_args(Prefer)
 
-ProofLevel = Literal["resolves", "installs", "imports", "gpu"]
+# trains: verl's own main_ppo ran real steps in the env (`verl-setup smoke`; on CPU for the cpu row,
+# on a GPU host for a GPU row, which the proof names)
+ProofLevel = Literal["resolves", "installs", "imports", "trains", "gpu"]
 PROOF_LEVELS: tuple[ProofLevel, ...] = get_args(ProofLevel)
+
+# The stages of a smoke run, in order: a failure names the one it stopped in.
+SmokeStage = Literal["assets", "ray start", "workers", "rollout start", "first step", "update", "checkpoint"]
+SMOKE_STAGES: tuple[SmokeStage, ...] = get_args(SmokeStage)
 
 RenderTarget = Literal["venv", "docker", "apptainer", "env", "ray", "slurm", "kuberay", "uv-project"]
 RENDER_TARGETS: tuple[RenderTarget, ...] = get_args(RenderTarget)

@@ -93,13 +93,13 @@ fi
 
 INPUTS=$(mktemp -d)
 trap 'rm -rf "$INPUTS"' EXIT
-# The row's closure (recorded 2026-12-02, proven to imports: 162 distributions held (Python 3.12 x86_64)):
+# The row's closure (recorded 2026-12-02, proven to trains: 162 distributions held (Python 3.12 x86_64)):
 # every package below the row's pins is held to the set it was proven with, so this script
 # installs the same set today and next month.
 CONSTRAINTS="$INPUTS/constraints.txt"
 printf '%s\n' \
   absl-py==2.5.1 \
-  accelerate==1.15.0 \
+  accelerate==1.16.0 \
   aiohappyeyeballs==2.7.1 \
   aiohttp==3.14.5 \
   aiohttp-cors==0.8.1 \
@@ -110,7 +110,7 @@ printf '%s\n' \
   anyio==4.16.0 \
   attrs==26.1.0 \
   av==19.0.2 \
-  cachetools==8.0.2 \
+  cachetools==8.0.3 \
   certifi==2026.10.19.post1 \
   cffi==2.1.1 \
   charset-normalizer==3.5.3 \
@@ -118,7 +118,7 @@ printf '%s\n' \
   cloudpickle==3.1.3 \
   codetiming==1.4.0 \
   colorful==0.5.8 \
-  cryptography==50.0.2 \
+  cryptography==51.0.1 \
   cuda-bindings==13.5.0 \
   cuda-pathfinder==1.9.1 \
   cuda-toolkit==13.0.2 \
@@ -128,27 +128,27 @@ printf '%s\n' \
   distlib==0.4.4 \
   distro==1.9.0 \
   fastapi==0.165.0 \
-  filelock==4.3.1 \
+  filelock==4.3.2 \
   frozenlist==1.8.0 \
   fsspec==2026.9.0 \
   google-api-core==2.44.0 \
-  google-auth==2.63.0 \
+  google-auth==2.63.1 \
   googleapis-common-protos==1.76.0 \
-  grpcio==1.85.3 \
+  grpcio==1.85.4 \
   h11==0.16.0 \
   hf-xet==1.8.0 \
   httpcore==1.0.9 \
-  httpx==0.28.1 \
+  httpx==0.29.0 \
   huggingface-hub==1.33.0 \
   hydra-core==1.3.8 \
-  idna==3.20 \
+  idna==3.21 \
   importlib-metadata==10.2.0 \
   iniconfig==2.3.1 \
   jinja2==3.1.6 \
   jsonschema==4.26.0 \
   jsonschema-specifications==2025.9.1 \
   lazy-importer==0.1.0 \
-  markdown==3.11.3 \
+  markdown==3.11.4 \
   markdown-it-py==4.3.0 \
   markupsafe==3.0.4 \
   mathruler==0.1.0 \
@@ -214,14 +214,14 @@ printf '%s\n' \
   pytest-asyncio==1.5.0 \
   pytest-rerunfailures==16.7 \
   python-dateutil==4.0.0 \
-  python-discovery==1.9.6 \
+  python-discovery==1.9.9 \
   pyvers==0.1.0 \
   pyyaml==6.0.4 \
   pyzmq==27.3.0 \
   qwen-vl-utils==0.0.14 \
   ray==2.58.0 \
   referencing==0.37.0 \
-  regex==2026.11.19 \
+  regex==2026.12.2 \
   requests==2.34.2 \
   rich==15.0.0 \
   rpds-py==2026.9.1 \
@@ -229,7 +229,7 @@ printf '%s\n' \
   setuptools==81.0.0 \
   shellingham==1.5.4 \
   six==1.17.0 \
-  smart-open==9.0.2 \
+  smart-open==9.0.4 \
   sniffio==1.3.1 \
   starlette==1.10.0 \
   sympy==1.14.0 \
@@ -251,7 +251,7 @@ printf '%s\n' \
   typing-inspection==0.4.5 \
   tzdata==2026.6 \
   urllib3==2.8.0 \
-  uvicorn==0.54.0 \
+  uvicorn==0.55.0 \
   verl==0.9.1 \
   virtualenv==21.14.5 \
   wandb==0.31.0 \

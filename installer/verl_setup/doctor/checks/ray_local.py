@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from verl_setup.doctor.checks.gpu_memory import visible
+from verl_setup.doctor.checks.ray_demand import findings as demand_findings
 from verl_setup.doctor.context import Context
 from verl_setup.doctor.probes.ray_local import (
     cpu_limit,
@@ -95,6 +96,14 @@ def check_local_ray(ctx: Context, record: Path, uploads: Uploads = ([], [])) -> 
         findings += _gpus_here(ctx, per_node, nnodes, evidence)
         if bundle is not None:
             findings += _bundles(per_node, bundle, counted, key, evidence)
+        findings += demand_findings(
+            ctx,
+            counted,
+            key=key,
+            gpus=per_node * nnodes,
+            per_bundle=bundle[0] if bundle else 1,
+            evidence=evidence,
+        )
     findings += _live_findings(live, evidence)
     findings += uploads[0]
     evidence += uploads[1]
