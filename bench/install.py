@@ -1,11 +1,13 @@
 """Benchmark: what verl-setup adds on top of uv, for install and lock, with a warm uv cache.
 
 Compares `verl-setup install` of the planned row (the `cpu` row on a machine without a GPU)
-with raw `uv venv` + `uv pip install` of the same pins into the same interpreter, and
-`verl-setup lock` with raw `uv pip compile --generate-hashes` of the same inputs. Runs
-alternate, after one warm-up of each (which fills uv's cache). Needs the package index.
+with raw `uv venv` + `uv pip install` of the same set (the row's pins with its closure as
+constraints) into the same interpreter, and `verl-setup lock` with raw `uv pip compile
+--generate-hashes` of the same inputs. Runs alternate, after one warm-up of each (which fills uv's
+cache). With --probe: the import probe against the slowest of its modules imported alone, each in
+a fresh interpreter of the installed environment. Needs the package index.
 
-Usage: python bench/install.py [--runs N] [--json] [--with-import]
+Usage: python bench/install.py [--runs N] [--json] [--with-import] [--probe] [--shards N]
 """
 
 from __future__ import annotations
@@ -51,6 +53,8 @@ def main() -> int:
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--json", action="store_true")
     parser.add_argument("--with-import", action="store_true", help="also time install with `import verl`")
+    parser.add_argument("--probe", action="store_true", help="the import probe against its slowest module")
+    parser.add_argument("--shards", type=int, default=None, help="import probe processes (default: its own)")
     args = parser.parse_args()
 
     plan = make_plan(PlanInputs(), ENV)
@@ -59,7 +63,8 @@ def main() -> int:
     interpreter = choose_python(plan.python, pythons, downloads=False).request
     work = Path(tempfile.mkdtemp(prefix="verl-setup-bench-"))  # same filesystem as uv's cache, usually
     inputs = work / "inputs"
-    requirements, overrides = write_inputs(plan.row, inputs)
+    requirements, overrides = write_inputs(plan.row, inputs, constraints=plan.closure.constraints())
+    constraints = inputs / "constraints.txt" if plan.closure.pins else None
 
     def ours(name: str, *extra: str) -> Callable[[], None]:
         return lambda: sh([*VERL_SETUP, "install", "--prefix", str(work / name), *extra])
@@ -70,8 +75,9 @@ def main() -> int:
         def run() -> None:
             shutil.rmtree(venv, ignore_errors=True)
             sh(venv_command(uv, path=venv, python=interpreter))
-            sh(install_command(uv, python_exe=venv / "bin" / "python", requirements=requirements,
-                               overrides=overrides, index_url=plan.index_url))  # fmt: skip
+            argv = install_command(uv, python_exe=venv / "bin" / "python", requirements=requirements,
+                                   overrides=overrides, index_url=plan.index_url)  # fmt: skip
+            sh(argv + (["--constraint", str(constraints)] if constraints else []))
 
         return run
 
@@ -99,6 +105,7 @@ def main() -> int:
         for _ in range(args.runs):
             for name, action in variants.items():
                 times[name].append(timed(action))
+        probe = _probe(work / "ours", args.shards, args.runs) if args.probe else None
     finally:
         shutil.rmtree(work, ignore_errors=True)
     stats = {
@@ -116,18 +123,48 @@ def main() -> int:
         ),
         "lock": round(median["verl-setup lock"] - median["uv pip compile --generate-hashes (raw)"], 2),
     }
+    ratio = round(median["verl-setup install --no-import"] / median["uv venv + uv pip install (raw)"], 2)
     if args.json:
-        print(
-            json.dumps(
-                {"row": plan.row.id, "runs": args.runs, "results": stats, "overhead_s": overhead}, indent=2
-            )
-        )
+        doc = {"row": plan.row.id, "runs": args.runs, "results": stats, "overhead_s": overhead}
+        print(json.dumps({**doc, "install_ratio": ratio, "probe": probe}, indent=2))
         return 0
     print(f"row {plan.row.id}, Python {interpreter}, {args.runs} runs each (warm uv cache)")
     for name, s in stats.items():
         print(f"{name:<40} {s['median_s']:>7.2f}s  (min {s['min_s']:.2f}s, max {s['max_s']:.2f}s)")
     print(f"verl-setup overhead (median): install {overhead['install']:+.2f}s, lock {overhead['lock']:+.2f}s")
+    print(f"install --no-import / raw uv on the same set: {ratio:.2f}x")
+    if probe is not None:
+        print(
+            f"import probe {probe['probe_s']:.2f}s ({probe['shards']} shard(s)); slowest single import "
+            f"{probe['slowest']} {probe['slowest_s']:.2f}s: {probe['ratio']:.2f}x"
+        )
     return 0
+
+
+def _probe(prefix: Path, shards: int | None, runs: int) -> dict[str, object]:
+    """Median probe time and median import time of its slowest module alone (fresh interpreters)."""
+    from verl_setup.environment.import_probe import run_probe  # noqa: PLC0415
+
+    python = prefix / "bin" / "python"
+    first = run_probe(python, "none", 900, ENV, shards=shards)
+    modules = [m.module for m in first.modules if m.outcome == "ok" and " -> " not in m.module]
+
+    def alone(module: str) -> float:
+        return timed(lambda: sh([str(python), "-c", f"import {module}"]))
+
+    singles = {m: statistics.median(alone(m) for _ in range(runs)) for m in modules}
+    slowest = max(singles, key=lambda m: singles[m])
+    probe_s = statistics.median(
+        run_probe(python, "none", 900, ENV, shards=shards).seconds for _ in range(runs)
+    )
+    return {
+        "probe_s": round(probe_s, 2),
+        "shards": shards or "default",
+        "slowest": slowest,
+        "slowest_s": round(singles[slowest], 2),
+        "ratio": round(probe_s / singles[slowest], 2),
+        "singles_s": {m: round(t, 2) for m, t in singles.items()},
+    }
 
 
 if __name__ == "__main__":
