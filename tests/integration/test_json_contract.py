@@ -113,7 +113,9 @@ def test_install_verify_lock_and_a_failed_install(tmp_path: Path) -> None:
 def test_prove(tmp_path: Path) -> None:
     matrix = tmp_path / "verl.yaml"
     matrix.write_text(TINY_MATRIX.read_text())
-    data = as_json("matrix", "prove", "tiny-new", "--matrix", str(matrix), "--json")
+    # The tiny row's stand-in verl has no trainer: its proof stops before `trains`, and says so.
+    env = {**tiny_env(), "VERL_SETUP_PROVE_TRAINS": "0"}
+    data = as_json("matrix", "prove", "tiny-new", "--matrix", str(matrix), "--json", env=env)
     (row,) = data["rows"]
     assert row["reached"] == ["resolves", "installs", "imports"]
     assert (tmp_path / "proof.yaml").is_file()

@@ -31,6 +31,7 @@ CASES: dict[tuple[str, str], list[tuple[tuple[str, ...], int]]] = {
     ("detect", ""): [(("detect", "--json"), 0), (("detect", "--json", "--bogus"), 2)],
     ("detect", "--ray"): [(("detect", "--ray", "127.0.0.1:1", "--python", "/nonexistent/py", "--json"), 2)],
     ("detect", "--slurm"): [(("detect", "--slurm", "--json"), 2)],
+    ("smoke", ""): [(("smoke", "--prefix", "/nonexistent/env", "--json"), 2)],
     ("plan", ""): [
         (("plan", "--no-gpu", "--json"), 0),
         (("plan", "--driver", "450.80.02", "--gpu", "V100", "--json"), 3),  # the nearest rows
@@ -144,6 +145,7 @@ ELSEWHERE: dict[str, list[tuple[str, str, str]]] = {
     ],
     "test_wheelhouse::house": [("wheelhouse build", "", "success")],
     "test_bundle::bundle_json": [("bundle", "", "success")],
+    "test_smoke::test_smoke_trains_two_grpo_steps_in_a_cpu_row_env": [("smoke", "", "success")],
 }
 COVERED_ELSEWHERE = {case for cases in ELSEWHERE.values() for case in cases}
 # What a test calls to read an envelope: each validates it against the published schemas.
