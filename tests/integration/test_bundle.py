@@ -281,3 +281,12 @@ def test_a_prebuilt_extension_wheel_from_a_wheel_source_is_bundled_and_installs_
     assert result.returncode == 0, result.stderr
     assert requests[asked:] == []
     assert json.loads((prefix / "verl-setup.json").read_text())["distributions"]["flash-attn"] == "2.8.3"
+    # O1: one line appended to sync.txt, the file uv installs from, is refused before anything changes
+    before = (prefix / "verl-setup.json").read_bytes()
+    with (out / "sync.txt").open("a") as f:
+        f.write(f"six==1.17.0 --hash=sha256:{'1' * 64}\n")
+    tampered = cli("install", *argv, env=cut_off(tmp_path / "empty-cache"))
+    assert tampered.returncode == 4, tampered.stderr
+    assert "sync.txt" in tampered.stderr
+    assert "nothing was changed" in tampered.stderr
+    assert (prefix / "verl-setup.json").read_bytes() == before
