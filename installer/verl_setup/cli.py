@@ -267,6 +267,41 @@ def _json_failure(command: str | None, exc: VerlSetupError) -> None:
         sys.stdout.write(envelope(command, exc.data, error=exc))
 
 
+def path_refusal(exc: BaseException) -> VerlSetupError | None:
+    """A path the user gave that the filesystem refuses outright: a component over 255 bytes
+    (pathlib's exists() and is_dir() raise ENAMETOOLONG rather than answer), a symlink loop
+    (resolve() raises RuntimeError, open() ELOOP); the error for it, else None."""
+    import errno  # noqa: PLC0415
+
+    if isinstance(exc, OSError) and exc.errno == errno.ENAMETOOLONG:
+        name = one_line(str(exc.filename or ""), limit=120)
+        return BadInputError(
+            f"{name}: a file name in this path is too long for the filesystem (over 255 bytes)"
+        )
+    if isinstance(exc, OSError) and exc.errno == errno.ELOOP:
+        return BadInputError(f"{one_line(str(exc.filename or ''), limit=200)}: a symlink loop")
+    if isinstance(exc, RuntimeError) and str(exc).startswith("Symlink loop"):
+        return BadInputError(
+            f"{one_line(str(exc).removeprefix('Symlink loop from '), limit=200)}: a symlink loop"
+        )
+    return None
+
+
+def _unexpected(exc: Exception, command: str | None) -> int:
+    bad = path_refusal(exc)
+    if bad is not None:  # P1, P2: a path no filesystem call can take is bad input, not a crash
+        _json_failure(command, bad)
+        sys.stderr.write(f"verl-setup: error: {one_line(str(bad), limit=600)}\n")
+        return bad.exit_code
+    if os.environ.get("VERL_SETUP_DEBUG"):
+        raise exc
+    sys.stderr.write(
+        f"verl-setup: unexpected error: {type(exc).__name__}: {one_line(str(exc))} "
+        "(VERL_SETUP_DEBUG=1 shows more)\n"
+    )
+    return 1
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point: one clear line per error, and the documented exit code; under --json the
     failure is also the envelope on stdout."""
@@ -297,15 +332,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 130
     except BrokenPipeError:
         return 0
-    except Exception as exc:
+    except Exception as exc:  # noqa: BLE001  # the last resort: one line, exit 1 (or 2 for a path)
         _end_status_lines()
-        if os.environ.get("VERL_SETUP_DEBUG"):
-            raise
-        sys.stderr.write(
-            f"verl-setup: unexpected error: {type(exc).__name__}: {one_line(str(exc))} "
-            "(VERL_SETUP_DEBUG=1 shows more)\n"
-        )
-        return 1
+        return _unexpected(exc, command)
     else:
         _end_status_lines()
         return code

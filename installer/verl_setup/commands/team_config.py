@@ -62,6 +62,8 @@ def _read(path: Path, *, table: tuple[str, ...] | None) -> TeamConfig | None:
         data: Any = tomllib.loads(raw.decode("utf-8"))
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
         raise BadInputError(f"config file {shown} is not TOML we can read: {one_line(str(exc))}") from exc
+    except RecursionError:  # T1: tomllib recurses per level of nested arrays and inline tables
+        raise BadInputError(f"config file {shown} nests its arrays or tables too deep to read") from None
     for key in table or ():
         data = data.get(key) if isinstance(data, dict) else None
     if data is None:
