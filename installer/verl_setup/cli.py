@@ -49,6 +49,8 @@ envelope {schema, command, ok, error, data} on failure too (schemas in verl_setu
 environment: VERL_SETUP_DRIVER, _GPU, _SM, _GPU_COUNT, _NO_GPU, _PYTHON, _VERL, _ENGINE,
 _BACKEND, _POLICY, _ARCH, _GLIBC, _HOST, _MATRIX (below flags, above a team config, a host file
 and detection); VERL_SETUP_WHEEL_SOURCES (as --wheel-source, comma-separated);
+VERL_SETUP_ALLOW_HTTP=1 lets a wheel source or download use plain HTTP beyond this machine;
+the tool's own downloads trust SSL_CERT_FILE, REQUESTS_CA_BUNDLE, the system store and ~/.netrc;
 UV_CUDA_DRIVER_VERSION and CONDA_OVERRIDE_CUDA override the detected driver;
 VERL_SETUP_CACHE_DIR holds the parsed matrix (else $XDG_CACHE_HOME/verl-setup, ~/.cache/...);
 VERL_SETUP_DEBUG=1 shows tracebacks; `matrix prove` and `matrix check` skip the rows whose torch
@@ -306,6 +308,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Entry point: one clear line per error, and the documented exit code; under --json the
     failure is also the envelope on stdout."""
     argv = list(sys.argv[1:] if argv is None else argv)
+    from verl_setup.util.terminal import Neutral  # noqa: PLC0415
+
+    streams = sys.stdout, sys.stderr
+    sys.stdout, sys.stderr = Neutral(sys.stdout), Neutral(sys.stderr)  # K1
+    try:
+        return _main(argv)
+    finally:
+        sys.stdout, sys.stderr = streams
+
+
+def _main(argv: list[str]) -> int:
     command = json_command(argv)
     try:
         code = main_inner(argv)

@@ -188,7 +188,7 @@ def check_bundle(bundle: Bundle, status: Callable[[str], None]) -> None:
         extra = []
     if extra:
         raise InstallError(
-            f"{bundle.wheels}: {extra[0]} is not in the bundle's manifest; nothing was changed"
+            f"{bundle.wheels}: {one_line(extra[0], 200)} is not in the bundle's manifest; nothing was changed"
         )
     lock_sha = sha256_of(bundle.lock) if bundle.lock.is_file() else None
     if lock_sha != (bundle.data.get("lock") or {}).get("sha256"):
