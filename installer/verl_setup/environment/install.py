@@ -249,12 +249,22 @@ def _no_space(job: Job, stderr: str, env: Mapping[str, str]) -> str:
     from verl_setup.environment.uv import cache_dir  # noqa: PLC0415
 
     cache = cache_dir(job.uv, env)
-    if cache is not None and (str(cache) in stderr or (_full(cache) and not _full(job.layout.parent))):
+    if cache is not None and _cache_is_full(cache, job, stderr):
         return (
             f"no space left on the filesystem of the uv cache {cache}: free some (`uv cache prune`) or "
             f"point UV_CACHE_DIR at a bigger disk; {job.layout.prefix} is untouched"
         )
     return describe_os_error(job.layout, OSError(errno.ENOSPC, "No space left on device"))
+
+
+def _cache_is_full(cache: Path, job: Job, stderr: str) -> bool:
+    """Which disk ran out: the one that is full now; else the one uv was writing to. uv names the
+    cache in its error as the *source* of a copy into the environment (D1), so the prefix is the
+    culprit whenever uv names the staging folder too."""
+    cache_full, prefix_full = _full(cache), _full(job.layout.parent)
+    if cache_full != prefix_full:
+        return cache_full
+    return str(cache) in stderr and str(job.staging) not in stderr
 
 
 def _full(path: Path) -> bool:
