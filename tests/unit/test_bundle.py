@@ -14,8 +14,8 @@ from typing import Any
 import pytest
 
 from verl_setup.environment import bundle_make
-from verl_setup.environment.bundle import read_bundle
-from verl_setup.environment.bundle_make import BundleJob, files_from_pylock, make_bundle, sync_text
+from verl_setup.environment.bundle import read_bundle, sync_text
+from verl_setup.environment.bundle_make import BundleJob, files_from_pylock, make_bundle
 from verl_setup.environment.lock import render
 from verl_setup.errors import BadInputError, InstallError, Stopped
 from verl_setup.output import Progress

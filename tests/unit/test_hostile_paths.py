@@ -11,7 +11,6 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import run_cli
-from verl_setup.environment import staging
 from verl_setup.environment.staging import Layout, install_lock
 from verl_setup.errors import InstallError
 
@@ -91,7 +90,7 @@ def test_d2_a_full_disk_while_taking_the_install_lock_is_exit_4(
     def full(*_args: object) -> int:
         raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
 
-    monkeypatch.setattr(staging.os, "pwrite", full)
+    monkeypatch.setattr(os, "pwrite", full)
     layout = Layout(prefix=tmp_path / "env")
     with (
         pytest.raises(InstallError, match="no space left on the filesystem of"),
