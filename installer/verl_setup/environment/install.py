@@ -55,6 +55,7 @@ from verl_setup.errors import InstallError, Stopped
 from verl_setup.output import Progress
 from verl_setup.plan.recipe import ExtensionPlan
 from verl_setup.util.runner import Completed, ProgramError, stream
+from verl_setup.util.secrets import mask
 
 _SIGNALS = {s.value for s in signal.Signals}
 VENV_TIMEOUT_S = 300.0
@@ -174,7 +175,7 @@ def _check_extension(job: Job, ext: ExtensionPlan, progress: Progress) -> None:
     mine = [f for f in report.findings if f.distribution and canonicalize_name(f.distribution) in names]
     if mine:
         found = mine[0]
-        where = f" (from {ext.source}: {ext.url})" if ext.source else ""
+        where = f" (from {ext.source}: {mask(ext.url or '')})" if ext.source else ""
         raise InstallError(f"{found.message}{where}; nothing was changed")
 
 
@@ -225,7 +226,7 @@ def manifest(job: Job, report: Report) -> dict[str, Any]:
                 "mode": e.mode,
                 "source": e.source,
                 "distribution": e.distribution or e.name,
-                "url": e.url,
+                "url": None if e.url is None else mask(e.url),  # R3: a source's password stays out
                 "sha256": e.sha256,
                 "reason": e.reason,
             }
