@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import errno
 import sys
 from collections.abc import Mapping
 from pathlib import Path
@@ -80,10 +81,9 @@ def _usable_out(out: Path) -> None:
     not taken for files edited by hand."""
     try:
         out.stat()
-    except FileNotFoundError:
-        return
     except OSError as exc:
-        raise BadInputError(f"--out {one_line(str(out))}: {exc.strerror or exc}") from exc
+        if exc.errno in (errno.ELOOP, errno.ENAMETOOLONG):
+            raise BadInputError(f"--out {one_line(str(out))}: {exc.strerror or exc}") from exc
 
 
 def run_render(
