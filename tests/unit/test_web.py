@@ -348,3 +348,13 @@ def test_no_error_message_holds_a_password() -> None:
         web.read(f"http://u:{SECRET}@127.0.0.1:9/simple/", limit=10, deadline_s=5, env={})
     assert SECRET not in str(caught.value)
     json.dumps(str(caught.value))
+
+
+def test_the_maintainers_index_client_trusts_ssl_cert_file_too(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    from verl_setup.maintenance.index import Index  # noqa: PLC0415
+
+    monkeypatch.delenv("REQUESTS_CA_BUNDLE", raising=False)
+    monkeypatch.setenv("SSL_CERT_FILE", str(tmp_path / "ca.pem"))
+    assert Index("https://index.example/simple/").session.verify == str(tmp_path / "ca.pem")
