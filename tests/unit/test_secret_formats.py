@@ -83,3 +83,17 @@ def test_r4_mask_home_covers_a_symlinked_home_and_names_with_spaces(tmp_path: Pa
     out = mask(text, env={"HOME": str(link)}, home=True)
     assert out == "~/proj/run.log and ~/x and ~/proj/y"
     assert os.fspath(real) not in out
+
+
+def test_r3_a_lock_never_holds_a_source_password() -> None:
+    from verl_setup.environment.lock import without_credentials  # noqa: PLC0415
+
+    body = (
+        f"flash-attn @ http://alice:{MARKER}51@127.0.0.1:8765/files/flash_attn-2.8.3-cp312-cp312-"
+        "linux_x86_64.whl \\\n    --hash=sha256:" + "a" * 64 + "\n"
+        f'url = "https://tok{MARKER}52@wheels.example/f.whl"\n'
+    )
+    out = without_credentials(body)
+    assert MARKER not in out
+    assert "http://127.0.0.1:8765/files/flash_attn-2.8.3" in out
+    assert 'url = "https://wheels.example/f.whl"' in out
