@@ -300,7 +300,7 @@ def test_a_bundle_downloads_from_a_private_ca_https_server_with_ssl_cert_file(tm
     import ssl  # noqa: PLC0415
     import threading  # noqa: PLC0415
 
-    from tests.integration.test_flash_attn import TINY  # noqa: PLC0415
+    from tests.integration.test_install import TINY  # noqa: PLC0415
     from tests.integration.test_wheel_sources_install import tls_files  # noqa: PLC0415
 
     root = tmp_path / "release"
