@@ -50,6 +50,8 @@ envelope {schema, command, ok, error, data} on failure too (schemas in verl_setu
 environment: VERL_SETUP_DRIVER, _GPU, _SM, _GPU_COUNT, _NO_GPU, _NPU, _CANN, _ROCM, _PYTHON,
 _VERL, _ENGINE, _BACKEND, _POLICY, _PREFER, _ARCH, _GLIBC, _HOST, _MATRIX (below flags, above a team
 config, a host file and detection); VERL_SETUP_WHEEL_SOURCES (as --wheel-source, comma-separated);
+VERL_SETUP_ALLOW_HTTP=1 lets a wheel source or download use plain HTTP beyond this machine;
+the tool's own downloads trust SSL_CERT_FILE, REQUESTS_CA_BUNDLE, the system store and ~/.netrc;
 UV_CUDA_DRIVER_VERSION and CONDA_OVERRIDE_CUDA override the detected driver;
 VERL_SETUP_CACHE_DIR holds the parsed matrix (else $XDG_CACHE_HOME/verl-setup, ~/.cache/...);
 VERL_SETUP_DEBUG=1 shows tracebacks; `matrix prove` and `matrix check` skip the rows whose torch
@@ -270,10 +272,56 @@ def _json_failure(command: str | None, exc: VerlSetupError) -> None:
         sys.stdout.write(envelope(command, exc.data, error=exc))
 
 
+def path_refusal(exc: BaseException) -> VerlSetupError | None:
+    """A path the user gave that the filesystem refuses outright: a component over 255 bytes
+    (pathlib's exists() and is_dir() raise ENAMETOOLONG rather than answer), a symlink loop
+    (resolve() raises RuntimeError, open() ELOOP); the error for it, else None."""
+    import errno  # noqa: PLC0415
+
+    if isinstance(exc, OSError) and exc.errno == errno.ENAMETOOLONG:
+        name = one_line(str(exc.filename or ""), limit=120)
+        return BadInputError(
+            f"{name}: a file name in this path is too long for the filesystem (over 255 bytes)"
+        )
+    if isinstance(exc, OSError) and exc.errno == errno.ELOOP:
+        return BadInputError(f"{one_line(str(exc.filename or ''), limit=200)}: a symlink loop")
+    if isinstance(exc, RuntimeError) and str(exc).startswith("Symlink loop"):
+        return BadInputError(
+            f"{one_line(str(exc).removeprefix('Symlink loop from '), limit=200)}: a symlink loop"
+        )
+    return None
+
+
+def _unexpected(exc: Exception, command: str | None) -> int:
+    bad = path_refusal(exc)
+    if bad is not None:  # P1, P2: a path no filesystem call can take is bad input, not a crash
+        _json_failure(command, bad)
+        sys.stderr.write(f"verl-setup: error: {one_line(str(bad), limit=600)}\n")
+        return bad.exit_code
+    if os.environ.get("VERL_SETUP_DEBUG"):
+        raise exc
+    sys.stderr.write(
+        f"verl-setup: unexpected error: {type(exc).__name__}: {one_line(str(exc))} "
+        "(VERL_SETUP_DEBUG=1 shows more)\n"
+    )
+    return 1
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point: one clear line per error, and the documented exit code; under --json the
     failure is also the envelope on stdout."""
     argv = list(sys.argv[1:] if argv is None else argv)
+    from verl_setup.util.terminal import Neutral  # noqa: PLC0415
+
+    streams = sys.stdout, sys.stderr
+    sys.stdout, sys.stderr = Neutral(sys.stdout), Neutral(sys.stderr)  # K1
+    try:
+        return _main(argv)
+    finally:
+        sys.stdout, sys.stderr = streams
+
+
+def _main(argv: list[str]) -> int:
     command = json_command(argv)
     try:
         code = main_inner(argv)
@@ -300,15 +348,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 130
     except BrokenPipeError:
         return 0
-    except Exception as exc:
+    except Exception as exc:  # noqa: BLE001  # the last resort: one line, exit 1 (or 2 for a path)
         _end_status_lines()
-        if os.environ.get("VERL_SETUP_DEBUG"):
-            raise
-        sys.stderr.write(
-            f"verl-setup: unexpected error: {type(exc).__name__}: {one_line(str(exc))} "
-            "(VERL_SETUP_DEBUG=1 shows more)\n"
-        )
-        return 1
+        return _unexpected(exc, command)
     else:
         _end_status_lines()
         return code

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from verl_setup.errors import VerlSetupError
+from verl_setup.util.terminal import neutral, raw_stream
 
 # The envelope's version. 2: every --json is {schema, command, ok, error?, data}; 1 was each
 # command's own keys beside "schema"; 4 adds detect's accelerators and smoke. A command's `data`:
@@ -53,6 +54,11 @@ def end_status_lines() -> None:
         _OPEN.pop().end_line()
 
 
+def _one(text: str) -> str:
+    """A progress line stays one line: a line break from an input cannot fake another (K1)."""
+    return neutral(text).replace("\n", "\\n")
+
+
 class Progress:
     """Steps with the seconds since the command started; the steps are kept for --json."""
 
@@ -73,10 +79,11 @@ class Progress:
     def _line(self, text: str, *, keep: bool) -> None:
         if self.live:
             # Overwrite the status line; a line that must stay (a warning) ends it.
-            self.stream.write("\r\x1b[K" + text + ("\n" if keep else ""))
+            # Our own control sequence goes to the raw terminal; the text is neutral() first.
+            raw_stream(self.stream).write("\r\x1b[K" + _one(text) + ("\n" if keep else ""))
             self._status = not keep
         else:
-            self.stream.write(text + "\n")
+            self.stream.write(_one(text) + "\n")
         self.stream.flush()
 
     def say(self, message: str) -> None:

@@ -281,3 +281,52 @@ def test_a_prebuilt_extension_wheel_from_a_wheel_source_is_bundled_and_installs_
     assert result.returncode == 0, result.stderr
     assert requests[asked:] == []
     assert json.loads((prefix / "verl-setup.json").read_text())["distributions"]["flash-attn"] == "2.8.3"
+    # O1: one line appended to sync.txt, the file uv installs from, is refused before anything changes
+    before = (prefix / "verl-setup.json").read_bytes()
+    with (out / "sync.txt").open("a") as f:
+        f.write(f"six==1.17.0 --hash=sha256:{'1' * 64}\n")
+    tampered = cli("install", *argv, env=cut_off(tmp_path / "empty-cache"))
+    assert tampered.returncode == 4, tampered.stderr
+    assert "sync.txt" in tampered.stderr
+    assert "nothing was changed" in tampered.stderr
+    assert (prefix / "verl-setup.json").read_bytes() == before
+
+
+def test_a_bundle_downloads_from_a_private_ca_https_server_with_ssl_cert_file(tmp_path: Path) -> None:
+    """Issue 33: `bundle`'s own downloader trusts what uv trusts. The flash-attn release asset is
+    served over HTTPS with a certificate from a CA of this test's own; SSL_CERT_FILE names it."""
+    import functools  # noqa: PLC0415
+    import http.server  # noqa: PLC0415
+    import ssl  # noqa: PLC0415
+    import threading  # noqa: PLC0415
+
+    from tests.integration.test_install import TINY  # noqa: PLC0415
+    from tests.integration.test_wheel_sources_install import tls_files  # noqa: PLC0415
+
+    root = tmp_path / "release"
+    (root / "v2.8.3").mkdir(parents=True)
+    shutil.copy(TINY / "served" / FA_WHEEL, root / "v2.8.3" / FA_WHEEL)
+    ca, cert, key = tls_files(tmp_path)
+    handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(root))
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.load_cert_chain(cert, key)
+    server.socket = context.wrap_socket(server.socket, server_side=True)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    matrix = tmp_path / "matrix" / "verl.yaml"
+    matrix.parent.mkdir()
+    base = f"https://127.0.0.1:{server.server_address[1]}"
+    matrix.write_text((TINY / "verl.yaml").read_text().replace("http://@BASE@", base))
+    try:
+        out = tmp_path / "bundle"
+        data = bundle_json(out, "--matrix", str(matrix), *WHEEL_HOST, env=tiny_env(SSL_CERT_FILE=str(ca)))
+        assert f"{WHEELS}/{FA_WHEEL}" in {f["path"] for f in data["files"]}
+        got = hashlib.sha256((out / WHEELS / FA_WHEEL).read_bytes()).hexdigest()
+        assert got == hashlib.sha256((TINY / "served" / FA_WHEEL).read_bytes()).hexdigest()
+        # without the CA, the same bundle fails in one line naming the certificate
+        refused = cli("bundle", "--out", str(tmp_path / "b2"), "--matrix", str(matrix), *WHEEL_HOST,
+                      env=tiny_env(), timeout=600)  # fmt: skip
+        assert refused.returncode == 4, refused.stderr
+        assert "certificate" in refused.stderr.splitlines()[-1].lower()
+    finally:
+        server.shutdown()

@@ -14,8 +14,8 @@ from typing import Any
 import pytest
 
 from verl_setup.environment import bundle_make
-from verl_setup.environment.bundle import read_bundle
-from verl_setup.environment.bundle_make import BundleJob, files_from_pylock, make_bundle, sync_text
+from verl_setup.environment.bundle import read_bundle, sync_text
+from verl_setup.environment.bundle_make import BundleJob, files_from_pylock, make_bundle
 from verl_setup.environment.lock import render
 from verl_setup.errors import BadInputError, InstallError, Stopped
 from verl_setup.output import Progress
@@ -158,3 +158,114 @@ def test_a_folder_that_is_not_a_bundle_is_never_replaced(tmp_path: Path) -> None
         make_bundle(job, Progress(quiet=True))
     assert (out / "train.py").read_text() == "keep me"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["project"]
+
+
+FA_WHEEL = "flash_attn-2.8.3+cu12torch2.8cxx11abiTRUE-cp312-cp312-linux_x86_64.whl"
+
+
+def _fa_bundle(root: Path, *, list_sync: bool = True) -> Path:
+    """A bundle as `bundle` writes one for a lock with a wheel URL pin: lock, sync.txt, wheels/."""
+    from verl_setup.environment.bundle import sync_text  # noqa: PLC0415
+    from verl_setup.util.wheelhouse import sha256_of  # noqa: PLC0415
+
+    (root / "wheels").mkdir(parents=True)
+    wheel = root / "wheels" / FA_WHEEL
+    wheel.write_bytes(b"wheel bytes")
+    digest = hashlib.sha256(b"wheel bytes").hexdigest()
+    fields = {
+        "row": "tiny-fa-wheel", "row-sha256": "0" * 64, "matrix": "verl.yaml", "matrix-sha256": "0" * 64,
+        "python": "3.12.1", "platform": "x86_64-manylinux_2_17", "index-url": "default",
+        "flash-attn": "wheel", "uv": "0.13.9",
+    }  # fmt: skip
+    lock = render(fields, f"flash-attn @ https://w.example/{FA_WHEEL} \\\n    --hash=sha256:{digest}\n")
+    (root / "verl.lock").write_text(lock)
+    sync = sync_text(lock)
+    assert sync is not None
+    (root / "sync.txt").write_text(sync)
+    files = [{"path": f"wheels/{FA_WHEEL}", "sha256": digest, "size": 11, "role": "lock"}]
+    if list_sync:
+        files.append({"path": "sync.txt", "sha256": sha256_of(root / "sync.txt"), "size": 1, "role": "lock"})
+    doc = {
+        "kind": "verl-setup-bundle", "schema": 1, "row": "tiny-fa-wheel",
+        "lock": {"path": "verl.lock", "sha256": sha256_of(root / "verl.lock")},
+        "sync": {"path": "sync.txt"}, "python_build": {"path": None, "note": "none"}, "files": files,
+    }  # fmt: skip
+    (root / "bundle.json").write_text(json.dumps(doc))
+    return root
+
+
+def test_an_untouched_bundle_with_a_sync_file_passes_the_check(tmp_path: Path) -> None:
+    from verl_setup.environment.bundle import check_bundle  # noqa: PLC0415
+
+    check_bundle(read_bundle(_fa_bundle(tmp_path / "b")), lambda _s: None)
+
+
+@pytest.mark.parametrize("list_sync", [True, False], ids=["listed-resealed", "old-manifest"])
+def test_o1_a_line_added_to_sync_txt_is_refused_even_when_the_manifest_agrees(
+    tmp_path: Path, list_sync: bool
+) -> None:
+    """O1: uv installs from sync.txt, so an appended hashed pin installed (and ran) anything."""
+    from verl_setup.environment.bundle import check_bundle  # noqa: PLC0415
+    from verl_setup.util.wheelhouse import sha256_of  # noqa: PLC0415
+
+    root = _fa_bundle(tmp_path / "b", list_sync=list_sync)
+    with (root / "sync.txt").open("a") as f:
+        f.write("rel4evil @ file:///tmp/rel4evil-1.0-py3-none-any.whl --hash=sha256:" + "1" * 64 + "\n")
+    doc = json.loads((root / "bundle.json").read_text())
+    for f in doc["files"]:  # whoever edits sync.txt can edit its manifest entry too
+        if f["path"] == "sync.txt":
+            f["sha256"] = sha256_of(root / "sync.txt")
+    (root / "bundle.json").write_text(json.dumps(doc))
+    with pytest.raises(InstallError, match=r"sync.txt is not what the bundle's lock gives") as caught:
+        check_bundle(read_bundle(root), lambda _s: None)
+    assert "nothing was changed" in str(caught.value)
+
+
+def test_o1_a_manifest_that_drops_sync_for_a_lock_with_url_pins_is_refused(tmp_path: Path) -> None:
+    from verl_setup.environment.bundle import check_bundle  # noqa: PLC0415
+
+    root = _fa_bundle(tmp_path / "b")
+    doc = json.loads((root / "bundle.json").read_text())
+    doc["sync"] = None
+    (root / "bundle.json").write_text(json.dumps(doc))
+    with pytest.raises(InstallError, match=r"sync\.txt is not what"):
+        check_bundle(read_bundle(root), lambda _s: None)
+
+
+@pytest.mark.parametrize(
+    "edit",
+    [
+        lambda d: d.update(lock="verl.lock"),
+        lambda d: d.update(python_build="python.tar"),
+        lambda d: d["files"][0].update(size=float("inf")),
+        lambda d: d["files"][0].update(size="1e999"),
+        lambda d: d.update(files=["x"]),
+        lambda d: d.update(row=["x"]),
+        lambda d: d.update(lock={"sha256": 5}),
+    ],
+    ids=[
+        "lock-string",
+        "python-string",
+        "size-inf",
+        "size-string",
+        "file-string",
+        "row-list",
+        "lock-sha-int",
+    ],
+)
+def test_o2_a_manifest_of_the_wrong_shapes_is_one_line(tmp_path: Path, edit: Any) -> None:
+    root = _fa_bundle(tmp_path / "b")
+    doc = json.loads((root / "bundle.json").read_text())
+    edit(doc)
+    text = json.dumps(doc).replace("Infinity", "1e999")
+    (root / "bundle.json").write_text(text)
+    with pytest.raises(BadInputError, match="malformed bundle manifest") as caught:
+        read_bundle(root)
+    assert "\n" not in str(caught.value)
+
+
+def test_o2_a_deeply_nested_manifest_is_one_line(tmp_path: Path) -> None:
+    root = _fa_bundle(tmp_path / "b")
+    (root / "bundle.json").write_text('{"kind": ' + "[" * 100_000 + "]" * 100_000 + "}")
+    with pytest.raises(BadInputError, match="nests deeper than 64 levels"):
+        read_bundle(root)

@@ -4,6 +4,7 @@ wheel up in an index (a PEP 503 folder written here with the real layout and fil
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import json
 from pathlib import Path
 
@@ -11,13 +12,16 @@ import pytest
 
 from tests.render_scenarios import SCENARIOS, plan_for
 from verl_setup.environment.wheel_pick import resolve_wheels
-from verl_setup.errors import InstallError
+from verl_setup.errors import BadInputError, InstallError
 from verl_setup.plan.outlook import outlook
 from verl_setup.plan.recipe import build_recipe
 from verl_setup.plan.steps import Recipe
 
 H200 = next(s for s in SCENARIOS if s.name == "h200-drv580-py312-vllm")  # torch 2.11.0, cp312
 MEGATRON = next(s for s in SCENARIOS if s.name == "h100-drv535-forward-megatron")
+
+
+NOT_READ = hashlib.sha256(b"not read here").hexdigest()
 
 
 def wheelhouse(root: Path, files: dict[str, str | None], project: str = "flash-attn") -> Path:
@@ -31,7 +35,7 @@ def wheelhouse(root: Path, files: dict[str, str | None], project: str = "flash-a
         (root / "wheels" / name).write_bytes(b"not read here")
         if torch is not None:
             (root / "wheels" / f"{name}.json").write_text(json.dumps({"schema": 1, "torch": torch}))
-        links.append(f'<a href="../../wheels/{name}#sha256={"ab" * 32}">{name}</a>')
+        links.append(f'<a href="../../wheels/{name}#sha256={NOT_READ}">{name}</a>')
     (page / "index.html").write_text("<html><body>" + "<br/>".join(links) + "</body></html>")
     return root / "simple"
 
@@ -59,7 +63,7 @@ def test_a_wheel_whose_manifest_names_the_row_s_torch_is_taken_before_the_matrix
     fa = resolve_wheels(plan, recipe, said.append).flash_attn
     assert fa is not None
     assert fa.url == (tmp_path / "wheels" / "flash_attn-2.8.3-cp312-cp312-linux_x86_64.whl").as_uri()
-    assert fa.sha256 == "ab" * 32
+    assert fa.sha256 == NOT_READ
     assert fa.source == f"user {simple}"
     assert "built for torch 2.11.0+cu130" in said[0]
     step = resolve_wheels(plan, recipe, said.append).steps
@@ -88,16 +92,29 @@ def test_a_wheel_that_says_nothing_of_its_torch_is_left_to_the_abi_check(tmp_pat
     assert "its torch is read by the ABI check" in said[0]
 
 
-def test_an_unreachable_index_falls_through_to_the_next_source(tmp_path: Path) -> None:
+def test_a_user_source_that_cannot_be_reached_is_an_error_naming_it(tmp_path: Path) -> None:
+    """W5 (and issue 33): a user's source that fails is named, not skipped for the next one."""
     empty = tmp_path / "empty"
     empty.mkdir()
     plan = plan_for(H200)
     recipe = users_only(build_recipe(plan, wheel_sources=("http://127.0.0.1:9/simple/", str(empty))))
-    with pytest.raises(InstallError) as caught:
+    with pytest.raises(BadInputError) as caught:
         resolve_wheels(plan, recipe, lambda _line: None)
     message = str(caught.value)
-    assert "user http://127.0.0.1:9/simple/: unreachable" in message
-    assert f"user {empty}: no flash-attn 2.8.3 wheel" in message
+    assert message.startswith("wheel source user http://127.0.0.1:9/simple/: unreachable (")
+    assert "Connection refused" in message
+
+
+def test_a_user_source_without_the_project_falls_through_to_the_next(tmp_path: Path) -> None:
+    empty = tmp_path / "empty"
+    (empty / "simple" / "other").mkdir(parents=True)
+    (empty / "simple" / "index.html").write_text("")
+    plan = plan_for(H200)
+    recipe = users_only(build_recipe(plan, wheel_sources=(str(empty),)))
+    with pytest.raises(InstallError) as caught:
+        resolve_wheels(plan, recipe, lambda _line: None)
+    assert not isinstance(caught.value, BadInputError)
+    assert "has no prebuilt wheel" in str(caught.value)
 
 
 def test_plan_says_per_extension_what_install_will_do() -> None:

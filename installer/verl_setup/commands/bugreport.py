@@ -38,7 +38,7 @@ def markdown(sections: Sequence[Section], *, env: Mapping[str, str] | None = Non
     while True:
         parts = [f"<details><summary>verl-setup {__version__} report</summary>", ""]
         for s in sections:
-            body = mask(clip(s.text, lines_each), env=env, home=home).replace("```", "'''")
+            body = clip(mask(s.text, env=env, home=home), lines_each).replace("```", "'''")  # mask, then cut
             parts += [f"### {s.title}", "", "```", body, "```", ""]
         parts.append("</details>")
         out = "\n".join(parts) + "\n"

@@ -15,6 +15,7 @@ from verl_setup.output import envelope
 from verl_setup.plan.cluster import ClusterPlan, NodePlan, plan_cluster
 from verl_setup.plan.cluster_differences import nodes_words
 from verl_setup.plan.target import from_env
+from verl_setup.util.bounded import one_line
 
 
 def cluster_plan(args: argparse.Namespace, env: Mapping[str, str]) -> ClusterPlan:
@@ -45,7 +46,8 @@ def cluster_text(cp: ClusterPlan, *, explain: bool) -> str:
     for facts, labels in groups.items():
         lines.append(f"  {nodes_words(labels, total)}: {facts}")
     for m in cp.cluster.missing:
-        lines.append(f"  missing {m.name} ({m.ip or 'no address'}): {m.reason}")
+        # K1: a cluster file's text, one line whatever it holds
+        lines.append(one_line(f"  missing {m.name} ({m.ip or 'no address'}): {m.reason}", 600))
     for verdict in cp.held_back:
         lines.append(
             f"held back  {verdict.id} (what {nodes_words(verdict.picked_by, total)} would get alone); "

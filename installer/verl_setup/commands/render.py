@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import errno
 import sys
 from collections.abc import Mapping
 from pathlib import Path
@@ -15,6 +16,7 @@ from verl_setup.output import Progress, emit
 from verl_setup.plan.select import Plan
 from verl_setup.render.templates import RenderedFile, RenderOptions, compare, expand_targets, render, write
 from verl_setup.render.values import container_spec
+from verl_setup.util.bounded import one_line
 from verl_setup.util.vocab import RENDER_TARGETS
 
 
@@ -75,6 +77,16 @@ def options_from_args(args: argparse.Namespace, env: Mapping[str, str]) -> Rende
     )
 
 
+def _usable_out(out: Path) -> None:
+    """P2: --out that no file can be written under (a symlink loop) is named as such,
+    not taken for files edited by hand."""
+    try:
+        out.stat()
+    except OSError as exc:
+        if exc.errno in (errno.ELOOP, errno.ENAMETOOLONG):
+            raise BadInputError(f"--out {one_line(str(out))}: {exc.strerror or exc}") from exc
+
+
 def run_render(
     args: argparse.Namespace,
     plan: Plan,
@@ -88,6 +100,7 @@ def run_render(
     rendered = render(plan, options)
     if "uv-project" in options.targets:
         rendered += _uv_lock(args, plan, options, rendered, env or {})
+    _usable_out(args.out)
     files = compare(rendered, args.out, force=args.force)
     conflicts = [f.name for f in files if f.status == "changed"]
     error = None

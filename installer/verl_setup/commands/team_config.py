@@ -57,14 +57,7 @@ def _read(path: Path, *, table: tuple[str, ...] | None) -> TeamConfig | None:
         raise BadInputError(str(exc)) from exc
     if table is not None and b"tool.verl-setup" not in raw and b'tool."verl-setup"' not in raw:
         return None  # most pyproject.toml files: no TOML parser started (start-up time)
-    if sys.version_info >= (3, 11):
-        import tomllib  # noqa: PLC0415
-    else:  # Python 3.10 reads TOML with tomli (a dependency there)
-        import tomli as tomllib  # noqa: PLC0415
-    try:
-        data: Any = tomllib.loads(raw.decode("utf-8"))
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
-        raise BadInputError(f"config file {shown} is not TOML we can read: {one_line(str(exc))}") from exc
+    data: Any = _toml(raw, shown)
     for key in table or ():
         data = data.get(key) if isinstance(data, dict) else None
     if data is None:
@@ -87,6 +80,20 @@ def _read(path: Path, *, table: tuple[str, ...] | None) -> TeamConfig | None:
             raise BadInputError(f"config file {where}: {key} must be a non-empty string")
         values[key] = str(path.parent / value) if key in PATHS else value
     return TeamConfig(path=path, values=values, lists=lists)
+
+
+def _toml(raw: bytes, shown: str) -> Any:
+    """The file's TOML; BadInputError in one line for what cannot be read."""
+    if sys.version_info >= (3, 11):
+        import tomllib  # noqa: PLC0415
+    else:  # Python 3.10 reads TOML with tomli (a dependency there)
+        import tomli as tomllib  # noqa: PLC0415
+    try:
+        return tomllib.loads(raw.decode("utf-8"))
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        raise BadInputError(f"config file {shown} is not TOML we can read: {one_line(str(exc))}") from exc
+    except RecursionError:  # T1: tomllib recurses per level of nested arrays and inline tables
+        raise BadInputError(f"config file {shown} nests its arrays or tables too deep to read") from None
 
 
 def _string_list(where: str, key: str, value: object) -> tuple[str, ...]:

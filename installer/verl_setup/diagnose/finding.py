@@ -7,6 +7,8 @@ from dataclasses import dataclass, field
 
 from verl_setup.diagnose.rules import ClassId
 from verl_setup.diagnose.scan import Hit
+from verl_setup.util.bounded import one_line
+from verl_setup.util.secrets import mask
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -41,4 +43,6 @@ def near(hit: Hit) -> str:
 
 def evidence_of(hits: Sequence[Hit], n: int = 3) -> tuple[Evidence, ...]:
     """The first `n` hits as evidence lines (cut to 400 characters)."""
-    return tuple(Evidence(path=h.path, line=h.number, text=h.text.strip()[:400]) for h in hits[:n])
+    return tuple(
+        Evidence(path=one_line(h.path), line=h.number, text=one_line(mask(h.text.strip()))) for h in hits[:n]
+    )

@@ -15,6 +15,7 @@ from verl_setup.diagnose.finding import Finding
 from verl_setup.diagnose.rules import CONTEXT_TIER, RULES, rule_of, triggers
 from verl_setup.diagnose.scan import FileScan, Hit, scan_file, scan_text, text_size
 from verl_setup.diagnose.sources import Sources
+from verl_setup.util.bounded import one_line
 
 MAX_BYTES = 4 << 30  # bytes read in one diagnosis (about 5 s); a larger file is read from its end
 
@@ -140,7 +141,8 @@ def text_report(d: Diagnosis) -> str:
             out.append(f"  {f.cls}: {f.summary} ({first})")
     out.append(f"read {len(read)} file(s), {size / 2**20:.1f} MiB, {lines} lines in {d.seconds:.1f} s")
     out += [f"note: {n}" for n in d.notes]
-    return "\n".join(out) + "\n"
+    # Each entry one line, whatever a file name or log line held (K1: no faked verdict lines).
+    return "\n".join(one_line(line, 4000) for line in out) + "\n"
 
 
 def _finding_text(f: Finding, *, head: str) -> list[str]:

@@ -10,6 +10,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from verl_setup.diagnose.scan import CHUNK, clean
+from verl_setup.util.bounded import one_line
+from verl_setup.util.secrets import mask
 
 TAIL = 1 << 20  # a traceback is near the end of the log; read at most this much of it
 _EXCEPTION = re.compile(r"^(?:\([^)]*\)\s*)?[A-Za-z_][\w.]*(?:Error|Exception|Exit|Interrupt)\b.*")
@@ -64,7 +66,9 @@ def _last_in(path: Path) -> LastError | None:
         if "Traceback (most recent call last):" in text:
             in_trace = True
         elif in_trace and _EXCEPTION.match(text.strip()):
-            result = LastError(path=str(path), line=skipped + index + 1, text=text.strip()[:400])
+            result = LastError(
+                path=one_line(str(path)), line=skipped + index + 1, text=one_line(mask(text.strip()))
+            )
             in_trace = False
     return result
 

@@ -12,17 +12,21 @@ before anything changes, then uv runs with --offline --no-index --find-links DIR
 
 from __future__ import annotations
 
-import json
 import os
+import re
 import tarfile
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+from urllib.parse import unquote
+
+from packaging.utils import InvalidWheelFilename, parse_wheel_filename
+from packaging.version import InvalidVersion
 
 from verl_setup.errors import BadInputError, InstallError
 from verl_setup.output import Progress
-from verl_setup.util.bounded import BoundError, read_capped
+from verl_setup.util.bounded import BoundError, loads_json, one_line, read_capped
 from verl_setup.util.wheelhouse import sha256_of
 
 KIND = "verl-setup-bundle"
@@ -33,6 +37,7 @@ SYNC = "sync.txt"
 WHEELS = "wheels"
 PYTHON = "python"
 MAX_MANIFEST = 4 * 2**20
+_URL_PIN = re.compile(r"^([A-Za-z0-9][A-Za-z0-9._-]*) @ (\S+\.whl)(\s*\\?)$")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -83,6 +88,19 @@ class Bundle:
         return str(self.data["row"])
 
 
+def sync_text(lock_text: str) -> str | None:
+    """The lock with each wheel URL pin (`flash-attn @ https://...whl`) as `name==version`, so
+    uv takes the file from --find-links; None when the lock has no such pin."""
+    lines, changed = [], False
+    for line in lock_text.splitlines(keepends=True):
+        m = _URL_PIN.match(line.rstrip("\n"))
+        if m:
+            _, version, _, _ = parse_wheel_filename(unquote(m[2].rsplit("/", 1)[-1]))
+            changed = True
+        lines.append(f"{m[1]}=={version}{m[3]}\n" if m else line)
+    return "".join(lines) if changed else None
+
+
 def read_bundle(root: Path) -> Bundle:
     """Read a bundle's manifest; BadInputError, in one line, when `root` is not a bundle."""
     path = root / MANIFEST
@@ -93,27 +111,48 @@ def read_bundle(root: Path) -> Bundle:
             f"{root} is not a bundle (no {MANIFEST}: an interrupted `verl-setup bundle` leaves none)"
         )
     try:
-        data = json.loads(read_capped(path, MAX_MANIFEST, "bundle manifest"))
+        data = loads_json(read_capped(path, MAX_MANIFEST, "bundle manifest"), f"bundle manifest {path}")
     except BoundError as exc:
         raise BadInputError(str(exc)) from exc
     except ValueError as exc:
-        raise BadInputError(f"{path}: not a bundle manifest ({exc})") from exc
+        raise BadInputError(f"{path}: not a bundle manifest ({one_line(str(exc))})") from exc
     if not isinstance(data, dict) or data.get("kind") != KIND:
         raise BadInputError(f"{path}: not a verl-setup bundle manifest")
     if data.get("schema") != SCHEMA:
-        raise BadInputError(f"{path}: bundle schema {data.get('schema')!r}, this verl-setup reads {SCHEMA}")
-    try:
-        files = tuple(
-            BundleFile(path=str(f["path"]), sha256=str(f["sha256"]), size=int(f["size"]), role=str(f["role"]))
-            for f in data["files"]
+        raise BadInputError(
+            f"{path}: bundle schema {one_line(repr(data.get('schema')), 40)}, this verl-setup reads {SCHEMA}"
         )
-        str(data["row"])
-    except (KeyError, TypeError, ValueError) as exc:
-        raise BadInputError(f"{path}: malformed bundle manifest ({exc!r})") from exc
+    try:
+        files = _shapes(data)
+    except (KeyError, TypeError, ValueError, OverflowError) as exc:
+        raise BadInputError(f"{path}: malformed bundle manifest ({one_line(repr(exc), 120)})") from exc
     for f in files:
         if Path(f.path).is_absolute() or ".." in Path(f.path).parts:
             raise BadInputError(f"{path}: a file outside the bundle ({f.path})")
     return Bundle(root=root, data=data, files=files)
+
+
+def _shapes(data: dict[str, Any]) -> tuple[BundleFile, ...]:
+    """The manifest's files, once every field read later has its type (TypeError otherwise)."""
+    if not isinstance(data["row"], str):
+        raise TypeError("row is not a string")
+    for key in ("lock", "python_build", "sync"):
+        if not isinstance(data.get(key), (dict, type(None))):
+            raise TypeError(f"{key} is not an object")
+    if not isinstance((data.get("lock") or {}).get("sha256", ""), str):
+        raise TypeError("lock.sha256 is not a string")
+    return tuple(_file(f) for f in data["files"])
+
+
+def _file(entry: object) -> BundleFile:
+    if not isinstance(entry, dict):
+        raise TypeError("a file entry is not an object")
+    size = entry["size"]
+    if not isinstance(size, int) or isinstance(size, bool) or not 0 <= size < 2**50:
+        raise ValueError(f"size {one_line(repr(size), 40)} is not a byte count")
+    return BundleFile(
+        path=str(entry["path"]), sha256=str(entry["sha256"]), size=size, role=str(entry["role"])
+    )
 
 
 def check_bundle(bundle: Bundle, status: Callable[[str], None]) -> None:
@@ -149,11 +188,33 @@ def check_bundle(bundle: Bundle, status: Callable[[str], None]) -> None:
         extra = []
     if extra:
         raise InstallError(
-            f"{bundle.wheels}: {extra[0]} is not in the bundle's manifest; nothing was changed"
+            f"{bundle.wheels}: {one_line(extra[0], 200)} is not in the bundle's manifest; nothing was changed"
         )
     lock_sha = sha256_of(bundle.lock) if bundle.lock.is_file() else None
-    if lock_sha != bundle.data.get("lock", {}).get("sha256"):
+    if lock_sha != (bundle.data.get("lock") or {}).get("sha256"):
         raise InstallError(f"{bundle.lock} is not the lock the bundle was made from; nothing was changed")
+    _check_sync(bundle)
+
+
+def _check_sync(bundle: Bundle) -> None:
+    """uv installs from sync.txt when the bundle has one: it must be exactly what the sealed lock
+    gives (sync_text), whatever the manifest says of it, or one appended line installs anything."""
+    sync = bundle.root / SYNC
+    try:
+        lock_text = read_capped(bundle.lock, MAX_MANIFEST * 4, "bundled lock").decode("utf-8")
+        expected = sync_text(lock_text)
+        found = (
+            read_capped(sync, MAX_MANIFEST * 4, "bundle sync file").decode("utf-8")
+            if bundle.data.get("sync")
+            else None
+        )
+    except (BoundError, UnicodeDecodeError, InvalidWheelFilename, InvalidVersion) as exc:
+        raise InstallError(f"{one_line(str(exc))}; nothing was changed") from exc
+    if found != expected:
+        raise InstallError(
+            f"{sync} is not what the bundle's lock gives (the lock's pins with its wheel URLs as "
+            "names): edited after bundling; nothing was changed"
+        )
 
 
 def place_python(bundle: Bundle, python_dir: Path, say: Callable[[str], None]) -> Path | None:
@@ -217,5 +278,6 @@ def open_bundle(root: Path, env: Mapping[str, str], progress: Progress) -> tuple
         home = Path(offline.get("HOME") or Path.home())
         place_python(bundle, uv_python_dir(home, offline), progress.say)
     else:
-        progress.say(f"the bundle carries no Python: {bundle.data.get('python_build', {}).get('note', '')}")
+        note = (bundle.data.get("python_build") or {}).get("note", "")
+        progress.say(f"the bundle carries no Python: {one_line(str(note))}")
     return bundle, offline

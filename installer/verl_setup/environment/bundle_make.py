@@ -37,6 +37,7 @@ from verl_setup.environment.bundle import (
     WHEELS,
     BundleFile,
     read_bundle,
+    sync_text,
 )
 from verl_setup.environment.fetch import Wanted, fetch
 from verl_setup.environment.install import sigterm_unwinds
@@ -50,7 +51,6 @@ COMPILE_TIMEOUT_S = 900.0
 DOWNLOAD_TIMEOUT_S = 120.0  # between two blocks, not for a whole file
 DOWNLOADERS = 4
 _HASH = re.compile(r"--hash=sha256:([0-9a-f]{64})")
-_URL_PIN = re.compile(r"^([A-Za-z0-9][A-Za-z0-9._-]*) @ (\S+\.whl)(\s*\\?)$")
 # What an sdist without [build-system] builds with (PEP 517's fallback, as uv reads it).
 DEFAULT_BUILD_REQUIRES = ("setuptools>=40.8.0",)
 
@@ -93,19 +93,6 @@ def _toml(text: str) -> dict[str, Any]:
         import tomli as tomllib  # noqa: PLC0415
     data: dict[str, Any] = tomllib.loads(text)
     return data
-
-
-def sync_text(lock_text: str) -> str | None:
-    """The lock with each wheel URL pin (`flash-attn @ https://...whl`) as `name==version`, so
-    uv takes the file from --find-links; None when the lock has no such pin."""
-    lines, changed = [], False
-    for line in lock_text.splitlines(keepends=True):
-        m = _URL_PIN.match(line.rstrip("\n"))
-        if m:
-            _, version, _, _ = parse_wheel_filename(unquote(m[2].rsplit("/", 1)[-1]))
-            changed = True
-        lines.append(f"{m[1]}=={version}{m[3]}\n" if m else line)
-    return "".join(lines) if changed else None
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -206,6 +193,10 @@ def _fill(job: BundleJob, lock: Lock, layout: Layout, staging: Path, progress: P
     sync = sync_text(job.lock_text)
     if sync is not None:
         (staging / SYNC).write_text(sync, encoding="utf-8")
+        # uv installs from sync.txt: the manifest lists it like any other file it reads
+        files.append(
+            BundleFile(path=SYNC, sha256=sha256_of(staging / SYNC), size=len(sync.encode()), role="lock")
+        )
     python = _python_build(job, lock, staging, progress) if job.python_build else None
     if isinstance(python, BundleFile):
         files.append(python)

@@ -19,7 +19,6 @@ from verl_setup.output import Progress
 from verl_setup.util.secrets import mask
 from verl_setup.util.wheelhouse import sha256_of
 
-DOWNLOAD_TIMEOUT_S = 120.0  # between two blocks, not for a whole file
 DOWNLOADERS = 4
 
 
@@ -87,7 +86,7 @@ def _one(
 def _download(w: Wanted, partial: Path, got: Callable[[int], None], stop: threading.Event) -> str:
     digest = hashlib.sha256()
     with partial.open("wb") as sink:
-        for block in _blocks(w.url):
+        for block in _blocks(w.url, _deadline(w.size)):
             if stop.is_set():
                 raise InstallError("stopped")
             digest.update(block)
@@ -96,7 +95,12 @@ def _download(w: Wanted, partial: Path, got: Callable[[int], None], stop: thread
     return digest.hexdigest()
 
 
-def _blocks(url: str) -> Iterator[bytes]:
+def _deadline(size: int | None) -> float:
+    """The whole file's time: 10 minutes, plus what it takes at 1 MiB/s (a slow site's floor)."""
+    return 600.0 + (size or 4 * 2**30) / 2**20
+
+
+def _blocks(url: str, deadline_s: float) -> Iterator[bytes]:
     """The bytes at a file://, http:// or https:// URL, 1 MiB at a time."""
     if url.startswith("file://"):
         path = Path(unquote(urlsplit(url).path))
@@ -107,12 +111,10 @@ def _blocks(url: str) -> Iterator[bytes]:
         except OSError as exc:
             raise InstallError(f"cannot read {path}: {exc.strerror or exc}") from exc
         return
-    import requests  # noqa: PLC0415  # only bundle downloads
+    from verl_setup.util import web  # noqa: PLC0415  # the one HTTP client: CAs, netrc, URL credentials
 
     try:
-        with requests.get(url, stream=True, timeout=DOWNLOAD_TIMEOUT_S) as response:
-            if response.status_code != 200:
-                raise InstallError(f"{mask(url)}: HTTP {response.status_code}; nothing was bundled")
-            yield from response.iter_content(1 << 20)
-    except requests.RequestException as exc:
-        raise InstallError(f"{mask(url)} could not be downloaded: {exc}") from exc
+        with web.get(url, deadline_s=deadline_s) as answer:
+            yield from answer.blocks
+    except web.WebError as exc:
+        raise InstallError(f"{exc}; nothing was bundled") from exc

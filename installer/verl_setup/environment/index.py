@@ -11,6 +11,7 @@ from __future__ import annotations
 import email.parser
 import functools
 import io
+import os
 import re
 import tarfile
 import tempfile
@@ -123,6 +124,11 @@ class Index:
         self.url = url.rstrip("/") + "/"
         self.session = requests.Session()
         self.session.headers["Accept"] = ACCEPT
+        # requests reads REQUESTS_CA_BUNDLE and ~/.netrc but not SSL_CERT_FILE, which uv and
+        # util/web.py honour: the same CA file for this maintainer's client too
+        ca = os.environ.get("REQUESTS_CA_BUNDLE") or os.environ.get("SSL_CERT_FILE")
+        if ca:
+            self.session.verify = ca
 
     def _get(self, url: str, *, accept: str | None = None) -> Any:
         import requests  # noqa: PLC0415

@@ -58,6 +58,7 @@ from verl_setup.errors import InstallError, Stopped
 from verl_setup.output import Progress
 from verl_setup.plan.steps import ExtensionPlan
 from verl_setup.util.runner import Completed, ProgramError, stream
+from verl_setup.util.secrets import mask
 
 _SIGNALS = {s.value for s in signal.Signals}
 VENV_TIMEOUT_S = 300.0
@@ -211,7 +212,7 @@ def _check_extension(job: Job, ext: ExtensionPlan, progress: Progress) -> None:
     mine = [f for f in report.findings if f.distribution and canonicalize_name(f.distribution) in names]
     if mine:
         found = mine[0]
-        where = f" (from {ext.source}: {ext.url})" if ext.source else ""
+        where = f" (from {ext.source}: {mask(ext.url or '')})" if ext.source else ""
         raise InstallError(f"{found.message}{where}; nothing was changed")
 
 
@@ -236,12 +237,22 @@ def _no_space(job: Job, stderr: str, env: Mapping[str, str]) -> str:
     from verl_setup.environment.uv import cache_dir  # noqa: PLC0415
 
     cache = cache_dir(job.uv, env)
-    if cache is not None and (str(cache) in stderr or (_full(cache) and not _full(job.layout.parent))):
+    if cache is not None and _cache_is_full(cache, job, stderr):
         return (
             f"no space left on the filesystem of the uv cache {cache}: free some (`uv cache prune`) or "
             f"point UV_CACHE_DIR at a bigger disk; {job.layout.prefix} is untouched"
         )
     return describe_os_error(job.layout, OSError(errno.ENOSPC, "No space left on device"))
+
+
+def _cache_is_full(cache: Path, job: Job, stderr: str) -> bool:
+    """Which disk ran out: the one that is full now; else the one uv was writing to. uv names the
+    cache in its error as the *source* of a copy into the environment (D1), so the prefix is the
+    culprit whenever uv names the staging folder too."""
+    cache_full, prefix_full = _full(cache), _full(job.layout.parent)
+    if cache_full != prefix_full:
+        return cache_full
+    return str(cache) in stderr and str(job.staging) not in stderr
 
 
 def _full(path: Path) -> bool:

@@ -355,6 +355,15 @@ def lock_fields(plan: Plan, recipe: Recipe, *, uv: str) -> dict[str, str]:
     return fields
 
 
+_USERINFO = re.compile(r"\b([a-z][a-z0-9+.-]*://)[^/\s@\"']+@")
+
+
+def without_credentials(text: str) -> str:
+    """R3: a lock is meant for a repository, so a wheel source's `user:password@` never goes into
+    it (as uv keeps them out of uv.lock); an install from the lock gets them from ~/.netrc."""
+    return _USERINFO.sub(r"\1", text)
+
+
 def compile_lock(plan: Plan, recipe: Recipe, *, uv: str, env: Mapping[str, str]) -> str:
     """Resolve the recipe's pins with hashes for its Python and platform; return the lock text.
 
@@ -364,7 +373,7 @@ def compile_lock(plan: Plan, recipe: Recipe, *, uv: str, env: Mapping[str, str])
     """
     from verl_setup.environment.user_lock import without_binary_only  # noqa: PLC0415
 
-    body = resolve(plan, recipe, uv=uv, env=env)
+    body = without_credentials(resolve(plan, recipe, uv=uv, env=env))
     options = body_options(plan.index_url, recipe.sdists)
     if recipe.user.requirements:
         options = without_binary_only(options)
@@ -373,7 +382,7 @@ def compile_lock(plan: Plan, recipe: Recipe, *, uv: str, env: Mapping[str, str])
 
 def compile_pylock(plan: Plan, recipe: Recipe, *, uv: str, env: Mapping[str, str]) -> str:
     """Resolve as compile_lock does, written by uv as PEP 751 (uv 0.13.9 calls the format experimental)."""
-    body = resolve(plan, recipe, uv=uv, env=env, extra=["--format", "pylock.toml"])
+    body = without_credentials(resolve(plan, recipe, uv=uv, env=env, extra=["--format", "pylock.toml"]))
     return render_pylock(lock_fields(plan, recipe, uv=uv), body)
 
 

@@ -9,6 +9,7 @@ from verl_setup import __version__
 from verl_setup.environment.install_job import Job
 from verl_setup.environment.user_install import kept_record, user_record
 from verl_setup.environment.verify import Report
+from verl_setup.util.secrets import mask
 
 
 def manifest(job: Job, report: Report) -> dict[str, Any]:
@@ -43,7 +44,7 @@ def manifest(job: Job, report: Report) -> dict[str, Any]:
                 "mode": e.mode,
                 "source": e.source,
                 "distribution": e.distribution or e.name,
-                "url": e.url,
+                "url": None if e.url is None else mask(e.url),  # R3: a source's password stays out
                 "sha256": e.sha256,
                 "reason": e.reason,
             }

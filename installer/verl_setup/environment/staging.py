@@ -117,8 +117,11 @@ def install_lock(layout: Layout, *, wait_s: float, say: Callable[[str], None]) -
                     say(f"waiting for another install into {layout.prefix}{holder} (up to {wait_s:g}s)")
                     told = True
                 time.sleep(POLL_S)
-        os.ftruncate(fd, 0)
-        os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+        try:  # the holder's pid, for whoever waits; a full disk or quota refuses it (D2)
+            os.ftruncate(fd, 0)
+            os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+        except OSError as exc:
+            raise InstallError(describe_os_error(layout, exc)) from exc
         yield
     finally:
         os.close(fd)  # closing releases the flock
@@ -229,7 +232,7 @@ def _cannot_write(layout: Layout, exc: OSError) -> str:
 
 def describe_os_error(layout: Layout, exc: OSError) -> str:
     """One line for a filesystem failure during an install."""
-    if exc.errno == errno.ENOSPC:
+    if exc.errno in (errno.ENOSPC, errno.EDQUOT):
         return (
             f"no space left on the filesystem of {layout.parent}: the new environment is built "
             "beside the old one and needs room of its own; the old environment is untouched"

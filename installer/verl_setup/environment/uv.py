@@ -208,6 +208,8 @@ _NO_WHEEL = re.compile(
 )
 _BUILT = re.compile(r"Failed to (?:build|download and build) `([^`]+)`")
 _PACKAGE = re.compile(r"`([A-Za-z0-9][A-Za-z0-9._-]*)(?:==[^`]*)?`")
+_FETCHED = re.compile(r"Failed to (?:download|read|fetch) `([A-Za-z0-9][A-Za-z0-9._-]*)")
+_NOT_CACHED = re.compile(r"Because ([A-Za-z0-9][A-Za-z0-9._-]*) was not found in the cache")
 
 
 def explain_failure(stderr: str) -> str:  # noqa: PLR0911  # one return per known cause
@@ -233,10 +235,26 @@ def explain_failure(stderr: str) -> str:  # noqa: PLR0911  # one return per know
             f"{built[1]} has no wheel for this Python and platform, and building its sdist failed "
             f"(a compiler, nvcc or a build dependency missing?) (uv: {message})"
         )
+    if "was not found in the cache" in stderr or "the network was disabled" in stderr:
+        # M1: offline (UV_OFFLINE or --offline) with a cache that lacks a pin: no conflict at all
+        missing = _NOT_CACHED.search(stderr)
+        lacking = f"{missing[1]} is not in the uv cache" if missing else "a pin is not in the uv cache"
+        return (
+            f"offline (UV_OFFLINE=1 or --offline) and {lacking}: run once with the network, or install "
+            f"from a bundle (`verl-setup bundle`, then `install --offline DIR`) (uv: {message})"
+        )
+    lowered = stderr.lower()
+    if "does not start with the normalized package name" in lowered or "does not match given name" in lowered:
+        # W6: the wheel's own metadata names another project; nothing was unreachable
+        fetched = _FETCHED.search(stderr)
+        name = f"{fetched[1]}: " if fetched else ""
+        return (
+            f"{name}the wheel's metadata names another project than its file name does (the file or "
+            f"its index is wrong); refused (uv: {message})"
+        )
     if "No solution found" in stderr or "unsatisfiable" in stderr:
         because = next((ln.strip() for ln in stderr.splitlines() if "Because" in ln), message)
         return f"the pins conflict: {because}"
-    lowered = stderr.lower()
     if "certificate" in lowered:
         return (
             f"TLS verification failed: does a proxy re-sign HTTPS? pass its CA (--ca-bundle) (uv: {message})"

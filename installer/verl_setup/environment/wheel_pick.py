@@ -11,19 +11,18 @@ lands decides.
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import html.parser
-import json
-import urllib.error
-import urllib.request
+import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from urllib.parse import unquote, urljoin, urlsplit
+from urllib.parse import unquote, urljoin, urlsplit, urlunsplit
 
 from packaging.utils import InvalidWheelFilename, canonicalize_name, parse_wheel_filename
 from packaging.version import InvalidVersion, Version
 
-from verl_setup.errors import InstallError
+from verl_setup.errors import BadInputError, InstallError
 from verl_setup.matrix.schema import ExtensionFacts
 from verl_setup.matrix.wheel_seen import load_seen, wheel_key, world_of
 from verl_setup.plan.build_host import build_jobs
@@ -32,10 +31,13 @@ from verl_setup.plan.select import Plan
 from verl_setup.plan.steps import ExtensionPlan, Recipe
 from verl_setup.plan.wheel_sources import Candidate, replaced, torch_in_name, torch_minor
 from verl_setup.plan.whole_wheel import in_place_of
-from verl_setup.util.bounded import one_line
+from verl_setup.util import web
+from verl_setup.util.bounded import BoundError, loads_json, one_line
 from verl_setup.util.versions import minor_of
 
-TIMEOUT_S = 20.0
+DEADLINE_S = 60.0  # one page or manifest, headers and body together
+SOURCE_DEADLINE_S = 180.0  # one source's every page and manifest
+WHEEL_DEADLINE_S = 1800.0  # one wheel's bytes (flash-attn's are about 250 MB)
 MAX_PAGE = 4 * 2**20
 
 
@@ -61,21 +63,17 @@ class _Links(html.parser.HTMLParser):
             self.hrefs.append(href)
 
 
-def _read(url: str) -> bytes:
-    """A page or manifest from a folder or a URL; OSError when it cannot be had."""
+def _read(url: str, deadline_s: float = DEADLINE_S) -> tuple[bytes, str]:
+    """A page or manifest from a folder or a URL, and the URL it finally came from (relative
+    links join that one, as pip and uv do); OSError (web.WebError for http) when it cannot be had."""
     parts = urlsplit(url)
     if parts.scheme == "file":
         with Path(unquote(parts.path)).open("rb") as handle:
-            return handle.read(MAX_PAGE)
+            return handle.read(MAX_PAGE), url
     try:
-        with urllib.request.urlopen(url, timeout=TIMEOUT_S) as response:  # noqa: S310  # http(s) only
-            return bytes(response.read(MAX_PAGE))
-    except urllib.error.HTTPError as exc:
-        if exc.code == 404:  # no such page: the index does not hold that project
-            raise FileNotFoundError(f"{url}: HTTP 404") from exc
-        raise OSError(str(exc)) from exc
-    except (urllib.error.URLError, TimeoutError, ValueError) as exc:
-        raise OSError(str(getattr(exc, "reason", exc))) from exc
+        return web.read(url, limit=MAX_PAGE, deadline_s=deadline_s)
+    except web.NotFoundError as exc:  # no such page: the index does not hold that project
+        raise FileNotFoundError(str(exc)) from exc
 
 
 def wheel_links(index_url: str, name: str) -> list[str]:
@@ -85,10 +83,47 @@ def wheel_links(index_url: str, name: str) -> list[str]:
     if flat:  # a folder of wheels, as find-links reads one
         folder = Path(unquote(urlsplit(index_url).path))
         return [p.as_uri() for p in sorted(folder.glob("*.whl"))]
-    body = _read(page + ("index.html" if urlsplit(page).scheme == "file" else ""))
+    body, final = _read(page + ("index.html" if urlsplit(page).scheme == "file" else ""))
     parser = _Links()
     parser.feed(body.decode("utf-8", "replace"))
-    return [urljoin(page, href) for href in parser.hrefs]
+    links = [urljoin(_with_credentials(final, page), href) for href in parser.hrefs]
+    return [link for link in links if _allowed_link(page, link)]
+
+
+def _with_credentials(final: str, asked: str) -> str:
+    """The final URL with the credentials of the one asked, when it stayed on the same host (the
+    links it lists are then fetched with them too)."""
+    a, f = urlsplit(asked), urlsplit(final)
+    if a.username is None or (a.scheme, a.hostname, a.port) != (f.scheme, f.hostname, f.port):
+        return final
+    return urlunsplit(f._replace(netloc=a.netloc))
+
+
+def _allowed_link(page: str, link: str) -> bool:
+    """W7: a page on the web never points a pin at this machine's files (file://), and an HTTPS
+    page's link never downgrades to plain HTTP; those links are dropped (and named when nothing
+    else fits)."""
+    page_scheme, link_scheme = urlsplit(page).scheme, urlsplit(link).scheme
+    if page_scheme == "file":
+        return link_scheme in ("file", "http", "https")
+    if link_scheme not in ("http", "https"):
+        return False
+    return not (page_scheme == "https" and link_scheme == "http")
+
+
+def wheel_digest(url: str) -> str:
+    """The sha256 of the wheel's bytes, read through the same client (a file:// URL from disk)."""
+    digest = hashlib.sha256()
+    parts = urlsplit(url)
+    if parts.scheme == "file":
+        with Path(unquote(parts.path)).open("rb") as handle:
+            for block in iter(lambda: handle.read(1 << 20), b""):
+                digest.update(block)
+        return digest.hexdigest()
+    with web.get(url, deadline_s=WHEEL_DEADLINE_S) as answer:
+        for block in answer.blocks:
+            digest.update(block)
+    return digest.hexdigest()
 
 
 def _fits(filename: str, name: str, version: str, python: str, arch: str) -> bool:
@@ -102,10 +137,15 @@ def _fits(filename: str, name: str, version: str, python: str, arch: str) -> boo
     return any(t.interpreter in (py, "py3") and t.platform.endswith(arch) for t in tags)
 
 
-def _manifest_torch(url: str) -> str | None:
+def _manifest_torch(url: str, deadline: float) -> str | None:
+    left = deadline - time.monotonic()
+    if left <= 0:
+        raise web.DeadlineError(f"{web.shown(url)}: the source's manifests did not arrive in time")
     try:
-        data = json.loads(_read(url.split("#", 1)[0] + ".json"))
-    except (OSError, ValueError):
+        data = loads_json(_read(url.split("#", 1)[0] + ".json", min(left, DEADLINE_S))[0], "wheel manifest")
+    except web.DeadlineError:
+        raise
+    except (OSError, ValueError, BoundError):
         return None
     torch = data.get("torch") if isinstance(data, dict) else None
     return torch if isinstance(torch, str) else None
@@ -124,6 +164,7 @@ def pick(candidate: Candidate, ext: ExtensionPlan, plan: Plan) -> tuple[Picked |
     assert candidate.index_url is not None  # noqa: S101  # only index candidates are looked up
     want = torch_minor(plan.row)
     other: list[str] = []
+    deadline = time.monotonic() + SOURCE_DEADLINE_S  # W3: one source, all its pages and manifests
     for whole in _names(candidate, ext, plan):
         name = whole or ext.name
         try:
@@ -133,18 +174,22 @@ def pick(candidate: Candidate, ext: ExtensionPlan, plan: Plan) -> tuple[Picked |
                 continue  # the index has no page for the whole project: look for the package's own
             links = []  # no page for the package (HTTP 404): the source has no such wheel
         except OSError as exc:
-            return None, f"{candidate.source}: unreachable ({one_line(str(exc))[:120]})"
+            return None, f"{candidate.source}: unreachable ({one_line(web.shown(str(exc)), 160)})"
         for link in links:
             url, _, fragment = link.partition("#")
             filename = unquote(url.rsplit("/", 1)[-1])
             if not _fits(filename, name, ext.version, plan.python, plan.row.requires.arch[0]):
                 continue
             torch = torch_in_name(filename) if candidate.torch_from != "index-path" else want
-            torch = torch or _manifest_torch(url)
+            try:
+                torch = torch or _manifest_torch(url, deadline)
+            except OSError as exc:
+                return None, f"{candidate.source}: unreachable ({one_line(web.shown(str(exc)), 160)})"
             if torch is not None and minor_of(torch) != want:
                 other.append(torch)
                 continue
-            sha256 = fragment.removeprefix("sha256=") if fragment.startswith("sha256=") else None
+            claimed = fragment.removeprefix("sha256=") if fragment.startswith("sha256=") else None
+            sha256 = _checked_digest(url, claimed, candidate.source)
             taken = Picked(url=url, sha256=sha256, torch=torch, source=candidate.source, distribution=whole)
             return taken, ""
     where = _last_seen(candidate, plan, ext)
@@ -179,6 +224,23 @@ def _last_seen(candidate: Candidate, plan: Plan, ext: ExtensionPlan) -> str:
     return f" (world {world} at {candidate.index_url}; {when})"
 
 
+def _checked_digest(url: str, claimed: str | None, source: str) -> str:
+    """W1: the sha256 of the bytes fetched, which must be the one the index gives (if it gives
+    one); the pin and the install record carry ours, never the index's claim."""
+    try:
+        got = wheel_digest(url)
+    except OSError as exc:
+        raise InstallError(
+            f"{source}: the wheel could not be read ({one_line(web.shown(str(exc)), 200)})"
+        ) from exc
+    if claimed is not None and claimed.lower() != got:
+        raise InstallError(
+            f"{web.shown(url)}: its bytes have sha256 {got}, but {source} lists "
+            f"sha256 {one_line(claimed, 80)} for it; refused (the file or the index was altered)"
+        )
+    return got
+
+
 def resolve_wheels(plan: Plan, recipe: Recipe, say: Callable[[str], None]) -> Recipe:
     """The recipe with every wheel from an index pinned to the file taken; InstallError (before
     anything changes) when no source has one."""
@@ -195,6 +257,8 @@ def resolve_wheels(plan: Plan, recipe: Recipe, say: Callable[[str], None]) -> Re
                 recipe = _pin(recipe, ext, taken, candidate.reason, facts)
                 break
             found, why = pick(candidate, ext, plan)
+            if found is None and candidate.trust == "user" and ": unreachable (" in why:
+                raise BadInputError(f"wheel source {why}; nothing was changed")
             if found is None or (ext.distribution is not None and found.distribution != ext.distribution):
                 # A recipe planned around a whole-project wheel has no step for its companions.
                 why_not.append(why or f"{candidate.source}: no {ext.distribution} wheel")

@@ -9,11 +9,10 @@ import re
 import shlex
 import shutil
 from pathlib import Path
-from urllib.parse import urlsplit, urlunsplit
 
 from verl_setup.host.facts import Container, CudaToolkit, OsFacts, Tool
 from verl_setup.util.runner import ProgramError, run
-from verl_setup.util.secrets import is_secret_name
+from verl_setup.util.secrets import is_secret_name, mask
 
 TOOL_TIMEOUT = 5.0
 
@@ -179,20 +178,8 @@ def relevant_env(env: dict[str, str]) -> dict[str, str]:
     picked = {}
     for name in ENV_NAMES:
         if name in env and not is_secret_name(name):
-            picked[name] = _mask_url(env[name]) if "INDEX" in name else env[name]
+            picked[name] = mask(env[name])  # R2: any variable may carry user:pass@ (HF_ENDPOINT)
     for name in sorted(env):
         if name.startswith(_ENV_PREFIXES) and not is_secret_name(name):
-            picked.setdefault(name, env[name])
+            picked.setdefault(name, mask(env[name]))
     return picked
-
-
-def _mask_url(value: str) -> str:
-    parts = []
-    for url in value.split():
-        split = urlsplit(url)
-        if split.password or split.username:
-            netloc = "***@" + (split.hostname or "") + (f":{split.port}" if split.port else "")
-            parts.append(urlunsplit(split._replace(netloc=netloc)))
-        else:
-            parts.append(url)
-    return " ".join(parts)

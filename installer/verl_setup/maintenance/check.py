@@ -283,7 +283,9 @@ def check_row(
     result.seconds = round(time.monotonic() - start, 1)
     if code != 0:
         reason = explain_failure(stderr)
-        if "could not be reached" in reason:  # an index outage says nothing about the row: exit 4, not 5
+        # An index outage, or an offline run with a cold cache (M1), says nothing about the row:
+        # exit 4, not 5
+        if "could not be reached" in reason or reason.startswith("offline (UV_OFFLINE"):
             raise InstallError(f"row {row.id}: {reason}")
         result.status, result.reason = "no-longer-resolves", reason
         return result

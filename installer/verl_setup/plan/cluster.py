@@ -26,6 +26,7 @@ from verl_setup.plan.cluster_differences import Difference, differences, grouped
 from verl_setup.plan.request import Request
 from verl_setup.plan.select import Plan, Rejection, nearest_rows, plan_row, rejection_of, select
 from verl_setup.plan.target import Fact, Target, build_target
+from verl_setup.util.bounded import one_line
 
 # Request variables apply to every node; the ones that describe a machine would override each
 # node's own facts, so they are not read for a cluster.
@@ -194,7 +195,9 @@ def plan_cluster(
         if any(verdicts[row_id])
     )
     warnings = grouped([p.warnings for p in node_plans], labels)
-    warnings += [f"node {m.name} ({m.ip or 'no address'}) gave no facts: {m.reason}" for m in cluster.missing]
+    warnings += [
+        one_line(f"node {m.name} ({m.ip or 'no address'}) gave no facts: {m.reason}") for m in cluster.missing
+    ]
     return ClusterPlan(
         plan=plan,
         cluster=cluster,

@@ -3,13 +3,17 @@ messages to one line. Every file a user or a host hands us passes through here f
 
 from __future__ import annotations
 
+import json
 import os
+import re
 import stat
 from collections.abc import Iterator
 from pathlib import Path
 
 MAX_DEPTH = 64  # our host files nest 4 deep and matrix files 5; far beyond that is an attack
 MAX_MESSAGE = 400  # characters of a value echoed in an error line
+_STRINGS = re.compile(r'"(?:[^"\\]|\\.)*"')
+_BRACKETS = re.compile(r"[\[\]{}]")
 
 
 class BoundError(Exception):
@@ -44,6 +48,26 @@ def read_capped(path: Path, limit: int, what: str) -> bytes:
     if len(data) > limit:
         raise BoundError(f"{what} {shown} is over the limit of {limit} bytes")
     return data
+
+
+def loads_json(data: bytes | str, what: str, limit: int = MAX_DEPTH) -> object:
+    """JSON nested at most `limit` deep; BoundError past it, ValueError when it is not JSON.
+
+    The depth is measured on the text before parsing: json's decoder recurses per level, so a
+    100 000-deep array would end in RecursionError (or worse) before any check on the result."""
+    text = data.decode("utf-8") if isinstance(data, bytes) else data  # UnicodeDecodeError is a ValueError
+    if _text_depth(text) > limit:
+        raise BoundError(f"{one_line(what)} nests deeper than {limit} levels")
+    return json.loads(text)
+
+
+def _text_depth(text: str) -> int:
+    """The deepest [ or { of JSON text, strings skipped."""
+    deepest = level = 0
+    for ch in _BRACKETS.findall(_STRINGS.sub("", text)):
+        level += 1 if ch in "[{" else -1
+        deepest = max(deepest, level)
+    return deepest
 
 
 def _reason(exc: BaseException) -> str:

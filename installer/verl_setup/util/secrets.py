@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+import os
 import re
 from collections.abc import Mapping
 
@@ -20,6 +22,21 @@ _NAMED = re.compile(
     r"(?i)\b([A-Z0-9_]*(?:TOKEN|SECRET|PASSWORD|PASSWD|API_?KEY|ACCESS_KEY|AUTH)[A-Z0-9_]*)"
     r"(\s*[=:]\s*)(\"[^\"]*\"|'[^']*'|[^\s,;]+)"
 )
+# The same under quotes, as Python dicts and JSON print them (Ray's and verl's runtime_env and
+# config dumps): 'WANDB_API_KEY': 'v', "hf_token": "v", 'aws_secret_access_key': b'v'.
+_QUOTED = re.compile(
+    r"(?i)([\"']([A-Z0-9_.-]*(?:TOKEN|SECRET|PASSWORD|PASSWD|API_?KEY|APIKEY|ACCESS_KEY|AUTH|CREDENTIAL)"
+    r"[A-Z0-9_.-]*)[\"']\s*[:=]\s*b?)(\"[^\"]*\"|'[^']*'|[^\s,;}\]]+)"
+)
+# An HTTP Authorization header: its scheme (Bearer, token, Basic, Digest) and credentials.
+_AUTH_HEADER = re.compile(
+    r"(?i)\b((?:proxy-)?authorization[\"']?\s*[:=]\s*[\"']?)(?:[A-Za-z-]+\s+)?[^\s\"',;]+"
+)
+# Command lines that take a key as an argument: `wandb login KEY`, `--wandb-key KEY`, `--hf_token=X`.
+_LOGIN = re.compile(r"(?i)\b(wandb\s+login\s+(?:--?[a-z-]+(?:=\S+)?\s+)*)(?!-)\S+")
+_FLAG = re.compile(
+    r"(?i)(--?[a-z0-9_-]*(?:token|secret|password|passwd|api[_-]?key|[_-]key)(?:=|\s+))(?!-)(\"[^\"]*\"|'[^']*'|\S+)"
+)
 # A variable's name that says it holds a credential: TOKEN or KEY as one of its words (HF_TOKEN,
 # WANDB_API_KEY), or SECRET, PASSWORD, PASSWD, APIKEY or CREDENTIAL anywhere. TOKENIZERS_PARALLELISM
 # is a word of its own and no secret.
@@ -33,14 +50,28 @@ _URL_CREDENTIALS = re.compile(r"\b([a-z][a-z0-9+.-]*://)([^/\s:@]+(?::[^/\s@]*)?
 def mask(text: str, *, env: Mapping[str, str] | None = None, home: bool = False) -> str:
     """`text` with secrets replaced by ***; with `home`, the user's home folder becomes ~."""
     text = _URL_CREDENTIALS.sub(lambda m: f"{m[1]}{MASK}@", text)
+    text = _AUTH_HEADER.sub(lambda m: f"{m[1]}{MASK}", text)
+    text = _QUOTED.sub(lambda m: f"{m[1]}'{MASK}'", text)
     text = _NAMED.sub(lambda m: f"{m[1]}{m[2]}{MASK}", text)
+    text = _LOGIN.sub(lambda m: f"{m[1]}{MASK}", text)
+    text = _FLAG.sub(lambda m: f"{m[1]}{MASK}", text)
     text = _TOKENS.sub(MASK, text)
-    if home:
-        homes = {h for h in ((env or {}).get("HOME"),) if h and h != "/"}
-        for path in sorted(homes, key=len, reverse=True):
-            text = re.sub(re.escape(path.rstrip("/")) + r"(?=/|\b)", "~", text)
-        text = re.sub(r"/(?:home|Users)/[^/\s]+", "~", text)
-    return text
+    return _mask_home(text, env) if home else text
+
+
+def _mask_home(text: str, env: Mapping[str, str] | None) -> str:
+    """The home folder as ~: HOME as given and its real path (HOME is often a symlink on
+    clusters), then any /home/NAME or /Users/NAME, a NAME with spaces included (R4)."""
+    given = (env or {}).get("HOME") or ""
+    homes = {given.rstrip("/")} if given and given != "/" else set()
+    if given:
+        with contextlib.suppress(OSError, RuntimeError, ValueError):
+            real = os.path.realpath(given)
+            if real != "/":
+                homes.add(real.rstrip("/"))
+    for path in sorted(homes, key=len, reverse=True):
+        text = re.sub(re.escape(path) + r"(?![^/\s'\"])", "~", text)
+    return re.sub(r"/(?:home|Users)/[^/\n'\"]*?(?=/|$|[\s'\"](?![^/\n]*/))", "~", text, flags=re.MULTILINE)
 
 
 def is_secret_name(name: str) -> bool:

@@ -83,20 +83,15 @@ def _given(name: str, version: str, given: str, work: Path) -> Source:
 
 
 def _download(url: str, target: Path) -> None:
-    import requests  # noqa: PLC0415
-
-    from verl_setup.environment.index import masked  # noqa: PLC0415
+    from verl_setup.util import web  # noqa: PLC0415  # the one HTTP client: CAs, netrc, URL credentials
 
     partial = target.with_name(target.name + ".partial")
     try:
-        with requests.get(url, stream=True, timeout=DOWNLOAD_TIMEOUT_S) as response:
-            if response.status_code != 200:
-                raise InstallError(f"{masked(url)}: HTTP {response.status_code}")
-            with partial.open("wb") as handle:
-                for block in response.iter_content(1 << 20):
-                    handle.write(block)
-    except requests.RequestException as exc:
-        raise InstallError(f"cannot download {masked(url)}: {exc}") from exc
+        with web.get(url, deadline_s=DOWNLOAD_TIMEOUT_S * 10) as answer, partial.open("wb") as handle:
+            for block in answer.blocks:
+                handle.write(block)
+    except web.WebError as exc:
+        raise InstallError(f"cannot download {exc}") from exc
     partial.replace(target)
 
 
