@@ -52,16 +52,25 @@ def test_t1_a_deeply_nested_team_config_in_a_parent_is_one_line(
     [
         ("verify", "--prefix", f"/tmp/{LONG}/env", "--no-import"),
         ("diagnose", f"/tmp/{LONG}"),
-        ("report", "--log", f"/tmp/{LONG}", "--no-gpu"),
         ("wheelhouse", "list", f"/tmp/{LONG}"),
         ("install", "--offline", f"/tmp/{LONG}", "--no-gpu", "--prefix", "/tmp/x-env"),
     ],
-    ids=["verify", "diagnose", "report", "wheelhouse-list", "install-offline"],
+    ids=["verify", "diagnose", "wheelhouse-list", "install-offline"],
 )
 def test_p1_a_path_component_over_255_bytes_is_one_line(argv: tuple[str, ...]) -> None:
     done = run_cli(*argv)
     _one_line_error(done.code, done.err)
     assert "too long" in done.err
+
+
+@pytest.mark.subprocess
+def test_p1_report_notes_a_log_path_it_cannot_read_in_one_line_and_goes_on() -> None:
+    """A bug report is still worth having when one log cannot be read: its section says why."""
+    done = run_cli("report", "--log", f"/tmp/{LONG}", "--no-gpu")
+    assert done.code == 0, done.err
+    assert "Traceback" not in done.out + done.err
+    (note,) = [line for line in done.out.splitlines() if "File name too long" in line]
+    assert note.startswith("note: /tmp/")
 
 
 @pytest.mark.subprocess
