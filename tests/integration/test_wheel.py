@@ -71,7 +71,12 @@ def test_wheel_installs_into_a_fresh_venv_and_lists_the_matrix(tmp_path: Path) -
     plans = [run(argv, timeout=60, cwd=str(outside), env=cached_env) for _ in range(2)]
     assert [p.returncode for p in plans] == [0, 0], plans[0].stderr
     assert plans[0].stdout == plans[1].stdout
-    assert {p.name.split("-")[0] for p in (cache / "parsed").glob("*.pickle")} == {"matrix", "gpus", "proof"}
+    assert {p.name.split("-")[0] for p in (cache / "parsed").glob("*.pickle")} == {
+        "matrix",
+        "gpus",
+        "proof",
+        "resolved",
+    }
     assert files() == before
 
 
@@ -85,10 +90,10 @@ def check_metadata(wheel: Path, sdist: Path) -> None:
     assert meta["Version"] == __version__
     assert meta["License-Expression"] == "Apache-2.0"
     assert meta.get_all("License-File") == ["LICENSE"]
-    urls = dict(u.split(", ", 1) for u in meta.get_all("Project-URL"))
+    urls = dict(u.split(", ", 1) for u in meta.get_all("Project-URL", []))
     assert {"Homepage", "Documentation", "Source", "Issues", "Changelog"} <= set(urls)
-    assert "Operating System :: POSIX :: Linux" in meta.get_all("Classifier")
-    requires = meta.get_all("Requires-Dist")
+    assert "Operating System :: POSIX :: Linux" in meta.get_all("Classifier", [])
+    requires: list[str] = meta.get_all("Requires-Dist", [])
     assert "uv<0.14,>=0.13" in requires
     assert "docker>=7.0; extra == 'docker'" in requires
     assert not [r for r in requires if r.startswith("docker") and "extra" not in r]

@@ -72,3 +72,19 @@ def test_the_readme_is_short_and_starts_each_user_with_a_real_install() -> None:
         assert tool in text
     assert "make run" in text
     assert "make test" in text
+
+
+def test_the_release_workflow_checks_builds_installs_and_publishes_with_trusted_publishing() -> None:
+    data = yaml.safe_load((ROOT / ".github" / "workflows" / "release.yml").read_text(encoding="utf-8"))
+    build, publish = data["jobs"]["build"], data["jobs"]["publish"]
+    script = "\n".join(step.get("run", "") for step in build["steps"])
+    assert "uv build" in script
+    assert "twine check --strict dist/*" in script
+    lines = [line.split("verl-setup ", 1)[1] for line in script.splitlines() if "/bin/verl-setup " in line]
+    assert len(lines) == 2
+    for line in lines:
+        argv = shlex.split(line)
+        if argv != ["-V"]:
+            parse(argv)
+    assert publish["permissions"] == {"id-token": "write"}
+    assert publish["steps"][-1]["uses"].startswith("pypa/gh-action-pypi-publish@")
