@@ -327,22 +327,30 @@ def team_config_page() -> str:
     plan = dict(commands())["install"]
     help_of = {s: a.help or "" for a in plan._actions for s in a.option_strings}
     out = [
-        "# Team config keys",
+        "# Config files and their keys",
         "",
-        "Generated from `commands/team_config.py` and the parser by `tasks/gen_docs.py`; do not",
-        "edit. `verl-setup.toml`, else `[tool.verl-setup]` in `pyproject.toml`, in the working",
-        "folder or the nearest one above it. A key sits below its flag and its `VERL_SETUP_*`",
-        "variable; `--no-config` ignores the file. Paths are relative to the file's folder.",
+        "Generated from `commands/team_config.py` and the parser by `tasks/gen_docs.py`; do not edit.",
         "",
-        "| key | TOML type | flag | what |",
-        "| --- | --- | --- | --- |",
+        *(inspect.getdoc(team_config) or "").splitlines(),
+        "",
+        "Paths are relative to the file's folder. `plan --explain` names the file each value came from.",
+        "",
+        "| key | TOML type | levels | flag | what |",
+        "| --- | --- | --- | --- | --- |",
     ]
     for key in (*team_config.KEYS, *team_config.LIST_KEYS):
-        flag = "--" + key.replace("_", "-")
+        flag = (
+            "--" + key.replace("_", "-").removesuffix("s")
+            if key == "wheel_sources"
+            else "--" + key.replace("_", "-")
+        )
         kind = "list of strings" if key in team_config.LIST_KEYS else "string"
         if key in team_config.PATHS:
             kind += " (a path)"
-        out.append(f"| `{key}` | {kind} | `{flag}` | {_cell(help_of.get(flag, ''))} |")
+        where = "project, user, site" if key in team_config.USER_KEYS else "project"
+        what = team_config.KEY_HELP.get(key) or help_of.get(flag, "")
+        shown = f"`{flag}`" if flag in help_of else "-"
+        out.append(f"| `{key}` | {kind} | {where} | {shown} | {_cell(what)} |")
     return "\n".join(out) + "\n"
 
 

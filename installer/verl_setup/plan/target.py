@@ -76,6 +76,7 @@ class Request:
     # A team config's values (commands/team_config.py), below the VERL_SETUP_* variables.
     config: Mapping[str, str] = field(default_factory=dict)
     config_source: str = ""
+    config_sources: Mapping[str, str] = field(default_factory=dict)  # key -> its file, levels merged
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -164,7 +165,7 @@ def build_target(
             return env[env_name], f"env {env_name}"
         key = flag_name.removeprefix("--")
         if request.config.get(key):
-            return request.config[key], f"{request.config_source} ({key})"
+            return request.config[key], f"{request.config_sources.get(key, request.config_source)} ({key})"
         return None, ""
 
     env_no_gpu = env.get("VERL_SETUP_NO_GPU", "").strip().lower() in {"1", "true", "yes"}
