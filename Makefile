@@ -4,12 +4,12 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: run test lint golden completion bench prove fuzz clean
+.PHONY: run test lint docs golden completion bench prove fuzz clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[test]'
+	$(BIN)/python -m pip install --quiet -e '.[test,docs]'
 	touch $(STAMP)
 
 run: $(STAMP)
@@ -35,9 +35,16 @@ fuzz: $(STAMP)
 	  $(BIN)/python -m pytest tests/unit/test_fuzz.py -q -p no:cacheprovider --hypothesis-show-statistics
 
 lint: $(STAMP)
-	$(BIN)/ruff check installer tests bench
-	$(BIN)/ruff format --check installer tests bench
+	$(BIN)/ruff check installer tests bench tasks
+	$(BIN)/ruff format --check installer tests bench tasks
 	$(BIN)/mypy
+
+# The docs site into build/site: the generated pages first (tasks/gen_docs.py: the CLI reference
+# from the parser, the schemas, the matrix page and its selector grid from the real plan code),
+# then mkdocs-material with --strict (a broken link or a page left out of nav fails).
+docs: $(STAMP)
+	$(BIN)/python tasks/gen_docs.py
+	$(BIN)/mkdocs build --strict --quiet
 
 # Real installs plus the import probe, row by row (every row, or ROW="id ..."); records
 # matrices/proof.yaml. About a minute per row with a warm uv cache, 5-10 GB of disk per row.
@@ -59,4 +66,4 @@ bench: $(STAMP)
 	$(BIN)/python bench/cluster.py
 
 clean:
-	rm -rf $(VENV) build dist .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) build dist site .pytest_cache .mypy_cache .ruff_cache

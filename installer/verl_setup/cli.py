@@ -6,7 +6,6 @@ import importlib
 import os
 import sys
 
-from verl_setup import __version__
 from verl_setup.errors import BadInputError, NoCompatibleRowError, Stopped, VerlSetupError
 
 # typing.TYPE_CHECKING without importing typing; argparse (with re) is imported only to parse a
@@ -111,7 +110,19 @@ def build_parser(only: Collection[str] | None = None) -> argparse.ArgumentParser
             return text if "\n" in text else super()._fill_text(text, width, indent)
 
     parser = Parser(prog="verl-setup", description=DESCRIPTION, epilog=EPILOG)
-    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
+
+    class Version(argparse.Action):
+        """argparse's version action, its text (which reads matrices/) made only when asked."""
+
+        def __call__(self, parser: argparse.ArgumentParser, *_: object, **__: object) -> NoReturn:
+            from verl_setup.util.about import version_text  # noqa: PLC0415
+
+            sys.stdout.write(version_text())
+            parser.exit()
+
+    parser.add_argument(
+        "-V", "--version", action=Version, nargs=0, help="show program's version number and exit"
+    )
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for name, (module, text) in SUBCOMMANDS.items():
         p = sub.add_parser(name, help=text, epilog=EPILOG)
@@ -149,8 +160,8 @@ def top_level_help(columns: int) -> str | None:
     width = columns - 2  # argparse's HelpFormatter: the terminal's columns less 2
     if width < 58:
         return None
-    column = 14  # argparse's help position: the longest invocation, "  -h, --help", plus 2
-    lines = ["usage: verl-setup [-h] [--version] COMMAND ...", "", *_wrap(DESCRIPTION, width), ""]
+    column = 17  # argparse's help position: the longest invocation, "  -V, --version", plus 2
+    lines = ["usage: verl-setup [-h] [-V] COMMAND ...", "", *_wrap(DESCRIPTION, width), ""]
     lines += ["positional arguments:", "  COMMAND"]
     for name, (_, text) in SUBCOMMANDS.items():
         first, *rest = _wrap(text, width - column)
@@ -158,8 +169,8 @@ def top_level_help(columns: int) -> str | None:
             lines += [f"    {name}", *(" " * column + line for line in (first, *rest))]
         else:
             lines += [f"    {name:<{column - 6}}  {first}", *(" " * column + line for line in rest)]
-    lines += ["", "options:", "  -h, --help  show this help message and exit"]
-    lines.append("  --version   show program's version number and exit")
+    lines += ["", "options:", "  -h, --help     show this help message and exit"]
+    lines.append("  -V, --version  show program's version number and exit")
     return "\n".join(lines) + "\n\n" + EPILOG + "\n"
 
 
@@ -220,8 +231,10 @@ def main_inner(argv: Sequence[str] | None = None) -> int:
     """Parse and run; errors propagate (tests call this)."""
     argv = list(sys.argv[1:] if argv is None else argv)
     fast = top_level_help(_columns()) if argv in (["-h"], ["--help"]) else None
-    if fast is not None or argv == ["--version"]:
-        sys.stdout.write(fast or f"verl-setup {__version__}\n")
+    if fast is not None or argv in (["-V"], ["--version"]):
+        from verl_setup.util.about import version_text  # noqa: PLC0415
+
+        sys.stdout.write(fast or version_text())
         return 0
     args = parse(argv)
     if args.verbose:
@@ -229,9 +242,11 @@ def main_inner(argv: Sequence[str] | None = None) -> int:
     if not args.no_config:
         from pathlib import Path  # noqa: PLC0415
 
-        from verl_setup.commands.team_config import find_team_config  # noqa: PLC0415  # TOML only then
+        from verl_setup.commands.team_config import find_config  # noqa: PLC0415  # TOML only then
 
-        args.team_config = find_team_config(Path.cwd())
+        args.team_config = find_config(Path.cwd(), os.environ)
+        if args.team_config is not None:
+            args.team_config.export(os.environ)
     return int(args.run(args, os.environ, sys.stdout))
 
 

@@ -134,8 +134,27 @@ def test_help_and_version_answer_without_argparse_or_fall_back_to_it(
     assert result.code == 0
     assert result.out.startswith("usage: verl-setup")
     assert all(name in result.out for name in ("detect", "plan", "doctor"))
-    version = run_cli("--version")
-    assert (version.code, version.out) == (0, f"verl-setup {__version__}\n")
+    for flag in ("--version", "-V"):
+        version = run_cli(flag)
+        assert version.code == 0
+        assert version.out.startswith(f"verl-setup {__version__} (matrix "), version.out
+        assert "; uv 0.13." in version.out  # the bundled uv, from its distribution's metadata
+
+
+def test_version_names_the_matrix_digest_its_newest_proof_and_the_uv_and_answers_after_a_command() -> None:
+    import hashlib  # noqa: PLC0415
+    import re  # noqa: PLC0415
+
+    from verl_setup.util.paths import data_dir  # noqa: PLC0415
+
+    rows = data_dir("matrices") / "verl.yaml"
+    proof = (data_dir("matrices") / "proof.yaml").read_text(encoding="utf-8")
+    newest = max(re.findall(r"date: '(\d{4}-\d\d-\d\d)'", proof))
+    digest = hashlib.sha256(rows.read_bytes()).hexdigest()[:12]
+    expected = f"verl-setup {__version__} (matrix {digest}, proven to {newest}; uv 0.13.9)\n"
+    assert run_cli("-V").out == expected
+    later = run_cli("-V", "plan")  # argparse's path: the same text, exit 0
+    assert (later.code, later.out) == (0, expected)
 
 
 @pytest.mark.subprocess

@@ -102,12 +102,18 @@ def _verl_checkout(args: argparse.Namespace) -> str | None:
 def config_of(args: argparse.Namespace) -> dict[str, Any]:
     """The team config cli.py found (none under --no-config) as Request fields."""
     found = getattr(args, "team_config", None)
-    return {} if found is None else {"config": found.values, "config_source": found.source}
+    if found is None:
+        return {}
+    sources = {key: found.source_of(key) for key in found.values}
+    return {"config": found.values, "config_source": found.source, "config_sources": sources}
 
 
 def wheel_sources(args: argparse.Namespace) -> tuple[str, ...]:
-    """--wheel-source SRC (cli.add_recipe_flags), in the order given."""
-    return tuple(getattr(args, "wheel_source", None) or ())
+    """--wheel-source SRC (cli.add_recipe_flags) in the order given, then the config files'
+    wheel_sources (VERL_SETUP_WHEEL_SOURCES's come after both: plan/wheel_sources.user_sources)."""
+    found = getattr(args, "team_config", None)
+    configured = () if found is None else found.lists.get("wheel_sources", ())
+    return (*(getattr(args, "wheel_source", None) or ()), *configured)
 
 
 def plan_for(args: argparse.Namespace, env: Mapping[str, str]) -> Plan:

@@ -53,5 +53,7 @@ def run(args: argparse.Namespace, env: Mapping[str, str], out: TextIO) -> int:
         text = plan_text(plan, explain=args.explain)
         head, _, rest = text.partition("\ninstall    ")
         lines = outlook_lines(entries) + [r.line() for r in resolved]
+        if args.explain and getattr(args, "team_config", None) is not None:
+            lines += args.team_config.explain_lines()  # prefix, CA bundle, index, wheel sources
         out.write(head + "\ninstall    " + rest.replace("\n", "\n" + "".join(f"{x}\n" for x in lines), 1))
     return 0

@@ -74,8 +74,10 @@ def client() -> Any:
     """A Docker SDK client from the environment (DOCKER_HOST, DOCKER_TLS_VERIFY, ...), pinged."""
     try:
         import docker  # noqa: PLC0415  # heavy; only this command needs it
-    except ImportError as exc:  # pragma: no cover - a declared dependency
-        raise InstallError("the `docker` Python package is missing: pip install docker") from exc
+    except ImportError as exc:  # an optional extra: only this command needs it
+        raise InstallError(
+            "the `docker` Python package is missing: install verl-setup[docker] (or pip install docker)"
+        ) from exc
     try:
         engine = docker.from_env(timeout=30)
         engine.ping()

@@ -29,9 +29,9 @@ class Request:
     npu: str | None = None  # Ascend chip family (910B); --cann and --rocm: the toolkit on the target
     cann: str | None = None
     rocm: str | None = None
-    # A team config's values (commands/team_config.py), below the VERL_SETUP_* variables.
-    config: Mapping[str, str] = field(default_factory=dict)
-    config_source: str = ""
+    config: Mapping[str, str] = field(default_factory=dict)  # the config files' (below VERL_SETUP_*)
+    config_source: str = ""  # the file; config_sources: each key's, where levels were merged
+    config_sources: Mapping[str, str] = field(default_factory=dict)
 
     @property
     def accelerator_asked(self) -> tuple[str | None, str | None, str | None, tuple[str, ...]]:

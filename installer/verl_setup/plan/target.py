@@ -139,7 +139,7 @@ def build_target(
             return env[env_name], f"env {env_name}"
         key = flag_name.removeprefix("--")
         if request.config.get(key):
-            return request.config[key], f"{request.config_source} ({key})"
+            return request.config[key], f"{request.config_sources.get(key, request.config_source)} ({key})"
         return None, ""
 
     env_no_gpu = env.get("VERL_SETUP_NO_GPU", "").strip().lower() in {"1", "true", "yes"}

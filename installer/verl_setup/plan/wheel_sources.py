@@ -56,7 +56,7 @@ def user_sources(values: Sequence[str], env: Mapping[str, str]) -> tuple[WheelSo
                 url=_as_url(value),
                 torch_from="manifest",
                 trust="user",
-                evidence="given by the user (--wheel-source or VERL_SETUP_WHEEL_SOURCES)",
+                evidence="given by the user (--wheel-source, wheel_sources in a config, the variable)",
             )
         )
     return tuple(out)

@@ -1,0 +1,40 @@
+"""`verl-setup -V`: the tool's version, the matrix it ships (digest and newest proof date), its uv.
+
+Read without YAML or a subprocess, so `-V` costs about what `--help` does."""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from importlib.util import find_spec
+from pathlib import Path
+
+from verl_setup import __version__
+from verl_setup.util.paths import data_dir
+
+_PROOF_DATE = re.compile(rb"^\s*date: '?(\d{4}-\d\d-\d\d)'?$", re.MULTILINE)
+
+
+def matrix_digest() -> tuple[str, str]:
+    """matrices/verl.yaml's sha256 (12 hex, as the locks print a row's) and the newest date in
+    matrices/proof.yaml ("unproven" when it has none)."""
+    folder = data_dir("matrices")
+    digest = hashlib.sha256((folder / "verl.yaml").read_bytes()).hexdigest()[:12]
+    proof = folder / "proof.yaml"
+    dates = _PROOF_DATE.findall(proof.read_bytes()) if proof.is_file() else []
+    return digest, max(dates).decode() if dates else "unproven"
+
+
+def bundled_uv() -> str:
+    """The version of the uv our `uv` dependency ships ("none": uv on PATH is used), from its
+    dist-info folder's name: importlib.metadata would cost -V about 50 ms."""
+    spec = find_spec("uv")
+    if spec is None or spec.origin is None:
+        return "none"
+    found = sorted(Path(spec.origin).parent.parent.glob("uv-*.dist-info"))
+    return found[-1].name.removeprefix("uv-").removesuffix(".dist-info") if found else "none"
+
+
+def version_text() -> str:
+    digest, date = matrix_digest()
+    return f"verl-setup {__version__} (matrix {digest}, proven to {date}; uv {bundled_uv()})\n"
