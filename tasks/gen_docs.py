@@ -62,11 +62,22 @@ OTHER_VARIABLES: dict[str, tuple[str, str]] = {
         "matrix prove",
         "the wheel sources a proof reads (it reads no other `VERL_SETUP_*`)",
     ),
+    "VERL_SETUP_PROVE_TRAINS": ("matrix prove", "`0`: stop a proof before `trains` (verl-setup smoke)"),
+    "VERL_SETUP_PROVE_GPUS": (
+        "matrix prove",
+        "GPUs a GPU host gives the `trains` step (set by .ci/gpu-smoke; 0 or unset: the CPU only)",
+    ),
+    "VERL_SETUP_PROVE_GPU_NAME": ("matrix prove", "the GPU host's name the `trains` step records"),
+    "VERL_SETUP_ALLOW_HTTP": (
+        "*",
+        "`1`: a wheel source or download may use plain HTTP beyond this machine (else refused)",
+    ),
 }
 # A flag whose variable is not its name in capitals.
 FLAG_VARIABLE = {"--wheel-source": "VERL_SETUP_WHEEL_SOURCES"}
 # Not settings: a marker a child prints, and the prefix a proof filters on.
-NOT_SETTINGS = {"VERL_SETUP_RESULT", "VERL_SETUP_PROVE"}
+# The import probe's shard is what it tells its own child processes.
+NOT_SETTINGS = {"VERL_SETUP_RESULT", "VERL_SETUP_PROVE", "VERL_SETUP_PROBE_SHARD"}
 
 # The selector's inputs: every combination is planned. Labels are what the page shows.
 GRID: dict[str, list[tuple[str, str]]] = {
