@@ -13,7 +13,7 @@ from verl_setup.plan.request import Request
 from verl_setup.plan.select import Plan, select
 from verl_setup.plan.target import build_target
 from verl_setup.render.templates import RenderedFile, RenderOptions, expand_targets, render
-from verl_setup.render.values import Container
+from verl_setup.render.values import ContainerSpec
 
 GOLDEN = Path(__file__).parent / "golden"
 HOSTILE_HF_HOME = "/tmp/$(touch pwned-hf)`touch pwned-tick` it's; touch pwned-semi"
@@ -47,7 +47,7 @@ SCENARIOS = [
             "job": "python3 -m verl.trainer.main_ppo trainer.total_epochs=1",
             "head_ip": "10.0.0.1",
             "extensions": {"flash-attn": "build"},
-            "container": Container(kind="pyxis", image="nvcr.io#verl-setup/verl:h200"),
+            "container": ContainerSpec(kind="pyxis", image="nvcr.io#verl-setup/verl:h200"),
         },
     ),
     Scenario(
@@ -77,7 +77,7 @@ SCENARIOS = [
             "venv": 'venv with spaces/$(touch pwned-venv)"q"',
             "job": "python3 -m verl.trainer.main_ppo 'data.path=a b' ; touch pwned-job",
             "namespace": "team-a",
-            "container": Container(kind="apptainer", image=HOSTILE_IMAGE),
+            "container": ContainerSpec(kind="apptainer", image=HOSTILE_IMAGE),
         },
     ),
 ]

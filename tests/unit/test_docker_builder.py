@@ -12,7 +12,7 @@ import pytest
 
 from tests.conftest import run_cli
 from verl_setup.errors import InstallError
-from verl_setup.image.buildkit import Builder, PlainLog, argv, build_cli, choose
+from verl_setup.image.buildkit import ImageBuilder, PlainLog, argv, build_cli, choose
 
 FIXTURES = Path(__file__).parents[1] / "fixtures" / "docker"
 
@@ -60,7 +60,9 @@ def test_buildx_comes_first_wherever_it_answers(tmp_path: Path) -> None:
 
 
 def test_no_docker_cli_or_docker_buildkit_0_means_the_legacy_builder(tmp_path: Path) -> None:
-    assert choose({"PATH": str(tmp_path)}) == Builder(kind="legacy", docker=None, why="no docker CLI on PATH")
+    assert choose({"PATH": str(tmp_path)}) == ImageBuilder(
+        kind="legacy", docker=None, why="no docker CLI on PATH"
+    )
     assert choose({"PATH": "/nonexistent", "DOCKER_BUILDKIT": "0"}).why == "DOCKER_BUILDKIT=0"
 
 
@@ -116,7 +118,7 @@ def test_a_failure_before_any_dockerfile_step_names_buildkit_s_own_vertex() -> N
     assert log.error[1].startswith("failed to do request: Head ")
 
 
-def build_stand_in(tmp_path: Path, output: str, code: int) -> Builder:
+def build_stand_in(tmp_path: Path, output: str, code: int) -> ImageBuilder:
     """A `docker` whose build prints a recorded BuildKit log, writes --iidfile, exits `code`."""
     script = tmp_path / "docker"
     script.write_text(
@@ -126,7 +128,7 @@ def build_stand_in(tmp_path: Path, output: str, code: int) -> Builder:
         f"exit {code}\n"
     )
     script.chmod(0o755)
-    return Builder(kind="buildkit", docker=str(script), why="stand-in")
+    return ImageBuilder(kind="buildkit", docker=str(script), why="stand-in")
 
 
 @pytest.mark.subprocess

@@ -11,7 +11,7 @@ import pytest
 
 from tests.conftest import FIXTURES
 from verl_setup.smoke import checks
-from verl_setup.smoke.metrics import Progress, feed_all, parse_step, parse_value
+from verl_setup.smoke.metrics import StepMetrics, feed_all, parse_step, parse_value
 from verl_setup.smoke.safetensors_read import to_bf16
 
 # verl 0.9.1's console logger through Ray's log forwarding (aggregate_logger.concat_dict_to_str)
@@ -47,12 +47,12 @@ def test_logged_values(text: str, value: float | None) -> None:
 
 
 def test_other_lines_are_not_steps() -> None:
-    assert parse_step("(TaskRunner pid=1) Training Progress:  50%|") is None
+    assert parse_step("(TaskRunner pid=1) Training StepMetrics:  50%|") is None
     assert parse_step("epoch 0, step 1") is None
 
 
 def test_stages_follow_the_output_in_order_and_never_go_back() -> None:
-    p = Progress(steps=2)
+    p = StepMetrics(steps=2)
     assert p.stage == "workers"  # main_ppo starts once the private Ray runs
     assert p.feed("(pid=1) verl-setup-smoke: rollout start (replica 0)") == "rollout start"
     assert p.feed("(HFServer pid=2) verl-setup-smoke: rollout server ready (replica 0, /m)") == "first step"
@@ -63,7 +63,7 @@ def test_stages_follow_the_output_in_order_and_never_go_back() -> None:
 
 
 def metrics_of(*lines: str) -> dict[int, dict[str, float]]:
-    return feed_all(Progress(steps=2), lines).metrics
+    return feed_all(StepMetrics(steps=2), lines).metrics
 
 
 def test_losses_pass_with_finite_loss_and_positive_grad_norm_on_every_step() -> None:
@@ -159,7 +159,7 @@ def test_checkpoint_names_what_is_missing(tmp_path: Path) -> None:
 
 def test_a_real_runs_output_passes_the_losses_and_sync_checks_and_reaches_checkpoint() -> None:
     lines = (FIXTURES / "smoke" / "main_ppo-steps.log").read_text().splitlines()
-    p = feed_all(Progress(steps=2), lines)
+    p = feed_all(StepMetrics(steps=2), lines)
     assert p.stage == "checkpoint"
     assert checks.losses_check(p.metrics, 2).ok
     sync = checks.sync_check(p.metrics, 2, 1e-3)

@@ -135,18 +135,18 @@ def test_the_runs_programs_never_get_the_users_ray_and_cache_bytecode_outside_th
 
 
 def test_smoke_warns_before_launch_when_its_ray_cannot_place_the_transfer_queue() -> None:
-    from verl_setup.smoke.run import Options, ray_fit_warning  # noqa: PLC0415  # the helper under test
+    from verl_setup.smoke.run import SmokeOptions, ray_fit_warning  # noqa: PLC0415  # the helper under test
 
-    two = Options(work=WORK, ray_cpus=2, storage_units=8)
+    two = SmokeOptions(work=WORK, ray_cpus=2, storage_units=8)
     warning = ray_fit_warning(two, 3)  # verl 0.9.1's max_colocate_count: 3 CPUs per GPU bundle
     assert warning is not None
     assert "a Ray of 2 CPUs cannot place what this run takes (13:" in warning
     assert warning.endswith("fits: --ray-cpus 13")
-    assert ray_fit_warning(Options(work=WORK, ray_cpus=8, storage_units=8), 3) is not None
-    assert str(ray_fit_warning(Options(work=WORK, ray_cpus=8, storage_units=8), 3)).endswith(
+    assert ray_fit_warning(SmokeOptions(work=WORK, ray_cpus=8, storage_units=8), 3) is not None
+    assert str(ray_fit_warning(SmokeOptions(work=WORK, ray_cpus=8, storage_units=8), 3)).endswith(
         "--storage-units 3"
     )
-    assert ray_fit_warning(Options(work=WORK), 3) is None  # the defaults: 16 CPUs, 1 unit
+    assert ray_fit_warning(SmokeOptions(work=WORK), 3) is None  # the defaults: 16 CPUs, 1 unit
 
 
 def test_smoke_refuses_a_prefix_verl_setup_did_not_make_in_one_line(tmp_path: Path) -> None:

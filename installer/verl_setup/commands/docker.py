@@ -18,7 +18,7 @@ from verl_setup.commands.flags import add_artifact_flags, add_plan_flags
 from verl_setup.commands.render import options_from_args
 from verl_setup.environment.install_job import user_recipe
 from verl_setup.errors import BadInputError, CheckFailedError
-from verl_setup.image.buildkit import BUILDERS, Builder, build_cli, choose
+from verl_setup.image.buildkit import BUILDERS, ImageBuilder, build_cli, choose
 from verl_setup.image.engine import (
     BuildLog,
     build,
@@ -138,11 +138,11 @@ def run(args: argparse.Namespace, env: Mapping[str, str], out: TextIO) -> int:
     return 0
 
 
-def pick_builder(want: str, env: Mapping[str, str], *, buildkit_only: bool) -> Builder:
+def pick_builder(want: str, env: Mapping[str, str], *, buildkit_only: bool) -> ImageBuilder:
     """The builder for this build; a BuildKit-only Dockerfile (--buildkit: RUN --mount) is refused
     on the legacy builder, which cannot run it, before anything is built."""
     if want == "legacy":
-        builder = Builder(kind="legacy", docker=None, why="--builder legacy")
+        builder = ImageBuilder(kind="legacy", docker=None, why="--builder legacy")
     else:
         builder = choose(env)
         if want not in ("auto", builder.kind):
@@ -156,7 +156,7 @@ def pick_builder(want: str, env: Mapping[str, str], *, buildkit_only: bool) -> B
 
 
 def _build(
-    builder: Builder, engine: Any, context: Path, args: argparse.Namespace, env: Mapping[str, str]
+    builder: ImageBuilder, engine: Any, context: Path, args: argparse.Namespace, env: Mapping[str, str]
 ) -> tuple[str, BuildLog, float]:
     """The build itself, its log lines on stderr unless --quiet."""
     quiet = Path(os.devnull).open("w", encoding="utf-8") if args.quiet else None  # noqa: SIM115

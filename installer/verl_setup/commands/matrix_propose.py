@@ -13,7 +13,7 @@ from verl_setup.environment.uv import uv_and_env
 from verl_setup.errors import BadInputError
 from verl_setup.maintenance.candidate_row import row_data
 from verl_setup.maintenance.check import default_index
-from verl_setup.maintenance.propose import Candidate, Proposer, Refusal
+from verl_setup.maintenance.propose import ProposedRow, Proposer, Refusal
 from verl_setup.maintenance.releases import default_since
 from verl_setup.matrix.load import Matrix
 from verl_setup.output import Progress, envelope
@@ -30,10 +30,12 @@ def _is_date(text: str) -> bool:
     return bool(_DATE.match(text))
 
 
-def rows_text(candidates: Sequence[Candidate], refused: Sequence[Refusal], *, since: str, today: str) -> str:
+def rows_text(
+    candidates: Sequence[ProposedRow], refused: Sequence[Refusal], *, since: str, today: str
+) -> str:
     """The candidates as a rows file (schema 1) that `matrix validate` reads, refusals as comments."""
     lines = [
-        f"# Candidate rows from `verl-setup matrix propose --since {since}` on {today},",
+        f"# ProposedRow rows from `verl-setup matrix propose --since {since}` on {today},",
         "# against the index uv is configured with.",
         "# For review: nothing here is proven. Copy the rows you accept into matrices/verl.yaml, then",
         '# `make prove ROW="id ..."` and commit the rows with matrices/proof.yaml.',

@@ -34,7 +34,7 @@ _VERTEX = re.compile(r"^#(\d+) (\S.*)$")  # a vertex's first line is its name (B
 
 
 @dataclass(frozen=True, kw_only=True)
-class Builder:
+class ImageBuilder:
     """The builder chosen, the docker CLI that drives it, and why, in a few words."""
 
     kind: BuilderKind
@@ -42,35 +42,35 @@ class Builder:
     why: str
 
 
-def choose(env: Mapping[str, str]) -> Builder:
+def choose(env: Mapping[str, str]) -> ImageBuilder:
     """buildx if the docker CLI has the plugin, else the engine's BuildKit through a CLI that
     still speaks it (< 23.0), else the legacy builder."""
     if env.get("DOCKER_BUILDKIT") == "0":  # the user's own choice, as the docker CLI reads it
-        return Builder(kind="legacy", docker=None, why="DOCKER_BUILDKIT=0")
+        return ImageBuilder(kind="legacy", docker=None, why="DOCKER_BUILDKIT=0")
     docker = shutil.which("docker", path=env.get("PATH", os.defpath))
     if docker is None:
-        return Builder(kind="legacy", docker=None, why="no docker CLI on PATH")
+        return ImageBuilder(kind="legacy", docker=None, why="no docker CLI on PATH")
     return _ask(docker, env)
 
 
-def _ask(docker: str, env: Mapping[str, str]) -> Builder:
+def _ask(docker: str, env: Mapping[str, str]) -> ImageBuilder:
     """What this docker CLI offers: `buildx version` answers, or its own version is before 23.0."""
     try:
         buildx = run([docker, "buildx", "version"], timeout=20, env=env)
         version = run([docker, "--version"], timeout=20, env=env)
     except ProgramError as exc:
-        return Builder(kind="legacy", docker=docker, why=f"the docker CLI did not answer ({exc})")
+        return ImageBuilder(kind="legacy", docker=docker, why=f"the docker CLI did not answer ({exc})")
     if buildx.returncode == 0:
-        return Builder(kind="buildx", docker=docker, why=_first(buildx.stdout) or "docker buildx")
+        return ImageBuilder(kind="buildx", docker=docker, why=_first(buildx.stdout) or "docker buildx")
     found = _CLI_VERSION.search(version.stdout)
     if found is None:
-        return Builder(
+        return ImageBuilder(
             kind="legacy", docker=docker, why=f"unreadable `docker --version`: {_first(version.stdout)!r}"
         )
     cli = f"{found[1]}.{found[2]}"
     if int(found[1]) < 23:
-        return Builder(kind="buildkit", docker=docker, why=f"Docker CLI {cli} with DOCKER_BUILDKIT=1")
-    return Builder(
+        return ImageBuilder(kind="buildkit", docker=docker, why=f"Docker CLI {cli} with DOCKER_BUILDKIT=1")
+    return ImageBuilder(
         kind="legacy",
         docker=docker,
         why=f"Docker CLI {cli} runs BuildKit only through the buildx plugin, which is not installed",
@@ -107,7 +107,7 @@ class PlainLog(BuildLog):
         self.tail = [*self.tail[-39:], line]
 
 
-def argv(builder: Builder, context: Path, tag: str, *, network: str | None, iidfile: Path) -> list[str]:
+def argv(builder: ImageBuilder, context: Path, tag: str, *, network: str | None, iidfile: Path) -> list[str]:
     """The build command for a CLI builder."""
     assert builder.docker is not None  # noqa: S101  # only CLI builders get here
     head = (
@@ -122,7 +122,7 @@ def argv(builder: Builder, context: Path, tag: str, *, network: str | None, iidf
 
 
 def build_cli(
-    builder: Builder,
+    builder: ImageBuilder,
     context: Path,
     tag: str,
     *,

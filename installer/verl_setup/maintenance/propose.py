@@ -57,7 +57,7 @@ class Refusal:
 
 
 @dataclass(kw_only=True)
-class Candidate:
+class ProposedRow:
     """A proposed row and where it was resolved."""
 
     row: Row
@@ -92,7 +92,7 @@ class Proposer:
         parsed = [Version(v) for v in versions]
         return max(parsed) if parsed else None
 
-    def propose(self, since: str) -> tuple[list[Candidate], list[Refusal]]:
+    def propose(self, since: str) -> tuple[list[ProposedRow], list[Refusal]]:
         """Every candidate row and every refusal for releases after `since`."""
         pairs: list[tuple[ReleaseMeta, str | None, EngineName, str]] = []
         for version in new_releases(self.index, "verl", since, self._covered("verl")):
@@ -110,12 +110,12 @@ class Proposer:
             for version in new_releases(self.index, engine, since, self._covered(engine)):
                 if newest is not None and not any(p[2] == engine and p[3] == version for p in pairs):
                     pairs.append((newest, None, engine, version))
-        candidates: list[Candidate] = []
+        candidates: list[ProposedRow] = []
         refused: list[Refusal] = []
         for verl, extra, engine, version in pairs:
             self.say(f"{engine} {version} with verl {verl.version}: reading metadata")
             outcome = self._candidate(verl, extra, engine, version)
-            if isinstance(outcome, Candidate):
+            if isinstance(outcome, ProposedRow):
                 candidates.append(outcome)
             else:
                 refused.append(outcome)
@@ -126,7 +126,7 @@ class Proposer:
                 refused.append(Refusal(release=f"torch {version}", reason=reason))
         return candidates, refused
 
-    def _lowest_floor(self, row: Row, minor: str, candidate: Candidate) -> tuple[Row, str] | None:
+    def _lowest_floor(self, row: Row, minor: str, candidate: ProposedRow) -> tuple[Row, str] | None:
         """(the row at the lowest glibc where it resolves for this minor, uv's output), or None
         when it resolves at no glibc uv knows. The row's own floor first (as before), then the
         newest uv knows (fails: nowhere), then each floor upwards from the row's; a raised row's
@@ -184,7 +184,7 @@ class Proposer:
 
     def _candidate(  # noqa: PLR0911  # one return per reason a pairing cannot be a row
         self, verl: ReleaseMeta, extra: str | None, engine: EngineName, version: str
-    ) -> Candidate | Refusal:
+    ) -> ProposedRow | Refusal:
         name = f"{engine} {version}"
         meta = read_release(self.index, engine, version)
         if meta is None:
@@ -299,12 +299,12 @@ class Proposer:
                 return key, f"{name} needs {req.name}{req.specifier}, {side} allows {req.name}{allowed[key]}"
         return None
 
-    def _resolve(self, row: Row, minors: list[str], name: str) -> Candidate | Refusal:
+    def _resolve(self, row: Row, minors: list[str], name: str) -> ProposedRow | Refusal:
         """Resolve the oldest Python first (its ray/tensordict/numpy then install on every minor, as
         today's rows pin numpy for 3.10), at the lowest glibc floor where it resolves (installs are
         binary-only, so a dependency with only newer manylinux wheels raises the floor, as `matrix
         prove` computes it), then every other minor and architecture with the same pins."""
-        candidate, supported = Candidate(row=row), list(minors)
+        candidate, supported = ProposedRow(row=row), list(minors)
         out, last = "", ""
         while supported:
             found = self._lowest_floor(row, supported[0], candidate)

@@ -22,7 +22,7 @@ from verl_setup.plan.user_packages import UserPackages
 from verl_setup.render import quoting
 from verl_setup.render.accelerator import accelerator_values
 from verl_setup.render.uv_project import Project, project
-from verl_setup.render.values import Container, EnvVar, environment, forward_compat, nvidia_require_cuda
+from verl_setup.render.values import ContainerSpec, EnvVar, environment, forward_compat, nvidia_require_cuda
 from verl_setup.scripts.import_probe import CHILD as PROBE_CODE
 from verl_setup.util.paths import data_dir
 from verl_setup.util.tokens import IMAGE
@@ -74,7 +74,7 @@ class RenderOptions:
     base_image: str | None = None
     buildkit: bool = False
     ca_bundle: Path | None = None
-    container: Container | None = None
+    container: ContainerSpec | None = None
     hf_home: str | None = None
     iface: str | None = None
     image: str | None = None

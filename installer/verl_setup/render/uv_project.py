@@ -23,7 +23,7 @@ VENV = ".venv"  # where `uv sync` puts the environment
 
 
 @dataclass(frozen=True, kw_only=True)
-class Index:
+class ProjectIndex:
     """A named `[[tool.uv.index]]`, explicit: only the packages routed to it come from it."""
 
     name: str
@@ -32,7 +32,7 @@ class Index:
 
 
 @dataclass(frozen=True, kw_only=True)
-class Source:
+class ProjectSource:
     """One `[tool.uv.sources]` entry: an inline table of (key, value) strings."""
 
     name: str
@@ -65,8 +65,8 @@ class Project:
     name: str
     python_minor: str
     dependencies: tuple[str, ...]
-    indexes: tuple[Index, ...]
-    sources: tuple[Source, ...]
+    indexes: tuple[ProjectIndex, ...]
+    sources: tuple[ProjectSource, ...]
     no_deps: tuple[NoDeps, ...]
     no_binary: tuple[str, ...]
     environments: tuple[str, ...]
@@ -83,21 +83,23 @@ def project(plan: Plan, recipe: Recipe) -> Project:
     row = plan.row
     final = recipe.step("verl")
     deps = list(final.requirements if final else row.requirements())
-    indexes: list[Index] = []
-    sources: list[Source] = []
+    indexes: list[ProjectIndex] = []
+    sources: list[ProjectSource] = []
     if recipe.user.requirements:
         from verl_setup.render.user_project import user_dependencies  # noqa: PLC0415
 
         theirs, entries = user_dependencies(recipe)
-        sources = [Source(name=n, fields=f, why=w) for n, f, w in entries]
+        sources = [ProjectSource(name=n, fields=f, why=w) for n, f, w in entries]
         mine = {d for d in deps if _name(d) != "verl" and not d.startswith(("-", "/"))}
         deps = [d for d in deps if d in mine] + theirs if recipe.user.verl else deps + theirs
     if plan.index_url is not None:
         indexes.append(
-            Index(name=_index_name(row.torch.index, "torch"), url=plan.index_url, why="the row's torch")
+            ProjectIndex(
+                name=_index_name(row.torch.index, "torch"), url=plan.index_url, why="the row's torch"
+            )
         )
         sources += [
-            Source(name=n, fields=(("index", indexes[0].name),), why="the row's torch index")
+            ProjectSource(name=n, fields=(("index", indexes[0].name),), why="the row's torch index")
             for n in TORCH_FAMILY
             if any(_name(d) == n for d in deps)
         ]
@@ -108,12 +110,12 @@ def project(plan: Plan, recipe: Recipe) -> Project:
             continue
         deps.append(f"{ext.name}=={ext.version}")
         if ext.url:
-            sources.append(Source(name=ext.name, fields=(("url", ext.url),), why=ext.reason))
+            sources.append(ProjectSource(name=ext.name, fields=(("url", ext.url),), why=ext.reason))
         elif ext.index_url:
-            index = Index(name=_index_name(ext.source, ext.name), url=ext.index_url, why=ext.reason)
+            index = ProjectIndex(name=_index_name(ext.source, ext.name), url=ext.index_url, why=ext.reason)
             if index.name not in {i.name for i in indexes}:
                 indexes.append(index)
-            sources.append(Source(name=ext.name, fields=(("index", index.name),), why=ext.reason))
+            sources.append(ProjectSource(name=ext.name, fields=(("index", index.name),), why=ext.reason))
     loose = recipe.step("no-deps")
     for name in dict.fromkeys((*row.no_deps, *row.sources)):
         if name in recipe.left_out_sources or loose is None:
@@ -174,14 +176,14 @@ def _command(step: Step) -> str:
     return (f"{env} " if env else "") + shlex.join(argv)
 
 
-def _direct_source(name: str, reference: str) -> Source:
+def _direct_source(name: str, reference: str) -> ProjectSource:
     """`git+URL[@REV]` as uv's git source, any other direct reference as a URL source."""
     if reference.startswith("git+"):
         url, sep, rev = reference[4:].rpartition("@")
         if sep and "/" not in rev and "://" in url:
-            return Source(name=name, fields=(("git", url), ("rev", rev)), why="the row's git source")
-        return Source(name=name, fields=(("git", reference[4:]),), why="the row's git source")
-    return Source(name=name, fields=(("url", reference),), why="the row's direct reference")
+            return ProjectSource(name=name, fields=(("git", url), ("rev", rev)), why="the row's git source")
+        return ProjectSource(name=name, fields=(("git", reference[4:]),), why="the row's git source")
+    return ProjectSource(name=name, fields=(("url", reference),), why="the row's direct reference")
 
 
 def _index_name(source: str | None, package: str) -> str:

@@ -99,7 +99,7 @@ def nvidia_require_cuda(row: Row, policy: str) -> str | None:
 
 
 @dataclass(frozen=True, kw_only=True)
-class ForwardCompat:
+class ForwardCompatImage:
     """What the image needs for CUDA forward compatibility (--policy forward on an older driver)."""
 
     package: str
@@ -107,14 +107,14 @@ class ForwardCompat:
     env: dict[str, str]
 
 
-def forward_compat(plan: Plan) -> ForwardCompat | None:
+def forward_compat(plan: Plan) -> ForwardCompatImage | None:
     """The cuda-compat package and variables, when the plan rests on forward compatibility."""
     req, facts = plan.row.requires, plan.matrix.cuda.facts.forward_compat
     if not plan.needs_forward_compat or facts is None or req.cuda is None:
         return None  # the driver runs this CUDA itself: nothing to add
     major, minor = minor_of(req.cuda).split(".")
     fill = {"major": major, "minor": minor}
-    return ForwardCompat(
+    return ForwardCompatImage(
         package=facts.package.format(**fill),
         library_dir=facts.library_dir.format(**fill),
         # The container toolkit's own gate would refuse the older driver before the compat
@@ -128,7 +128,7 @@ CONTAINER_KINDS: tuple[ContainerKind, ...] = ("apptainer", "pyxis")
 
 
 @dataclass(frozen=True, kw_only=True)
-class Container:
+class ContainerSpec:
     """The image every Slurm step runs in: `apptainer exec --nv IMAGE`, or pyxis's
     `srun --container-image=IMAGE` (an enroot reference such as nvcr.io#nvidia/pytorch:25.01-py3,
     or a .sqsh file)."""
@@ -137,7 +137,7 @@ class Container:
     image: str
 
 
-def container_spec(text: str) -> Container:
+def container_spec(text: str) -> ContainerSpec:
     """`--container apptainer:IMAGE.sif` or `--container pyxis:IMAGE`."""
     kind, sep, image = text.partition(":")
     if not sep or not image.strip() or kind not in CONTAINER_KINDS:
@@ -147,4 +147,4 @@ def container_spec(text: str) -> Container:
         )
     if any(c in image for c in "\n\r\0"):
         raise BadInputError(f"--container {text!r} contains a line break or NUL")
-    return Container(kind="apptainer" if kind == "apptainer" else "pyxis", image=image)
+    return ContainerSpec(kind="apptainer" if kind == "apptainer" else "pyxis", image=image)

@@ -26,7 +26,7 @@ class NoModuleLineError(ValueError):
 
 
 @dataclass(frozen=True, kw_only=True)
-class Launch:
+class SmokeLaunch:
     """What a smoke run starts: main_ppo's argv (after the interpreter), environment and overrides."""
 
     python: Path
@@ -154,9 +154,9 @@ def environment(s: Settings, ray_address: str) -> dict[str, str]:
     return env
 
 
-def build(s: Settings, ray_address: str) -> Launch:
+def build(s: Settings, ray_address: str) -> SmokeLaunch:
     """The launch for these settings against the private Ray at `ray_address`."""
-    return Launch(python=s.python, overrides=tuple(overrides(s)), env=environment(s, ray_address))
+    return SmokeLaunch(python=s.python, overrides=tuple(overrides(s)), env=environment(s, ray_address))
 
 
 def ray_environment(s: Settings) -> dict[str, str]:

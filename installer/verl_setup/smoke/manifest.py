@@ -13,7 +13,7 @@ from verl_setup.util.bounded import one_line
 
 
 @dataclass(frozen=True, kw_only=True)
-class Target:
+class SmokeTarget:
     """The installed environment a smoke run trains in."""
 
     prefix: Path
@@ -31,7 +31,7 @@ class Target:
         return self.prefix / "bin" / "ray"
 
 
-def read_target(prefix: Path) -> Target:
+def read_target(prefix: Path) -> SmokeTarget:
     """The env's manifest, read; BadInputError when the prefix is no env verl-setup installed."""
     path = prefix / MANIFEST
     try:
@@ -47,7 +47,7 @@ def read_target(prefix: Path) -> Target:
     if "verl" not in dists:
         raise BadInputError(f"{one_line(str(path))}: verl is not among the installed distributions")
     engine = next((e for e in ("vllm", "sglang") if e in dists), None)
-    return Target(
+    return SmokeTarget(
         prefix=prefix,
         row=row,
         verl=_version(dists["verl"]),

@@ -40,7 +40,7 @@ def parse_step(line: str) -> tuple[int, dict[str, float]] | None:
 
 
 @dataclass(kw_only=True)
-class Progress:
+class StepMetrics:
     """What the output showed so far: the stage reached and each step's metrics."""
 
     steps: int
@@ -69,7 +69,7 @@ class Progress:
             self.stage = stage
 
 
-def feed_all(progress: Progress, lines: Iterable[str]) -> Progress:
+def feed_all(progress: StepMetrics, lines: Iterable[str]) -> StepMetrics:
     """Feed every line (tests, and a log read after the run)."""
     for line in lines:
         progress.feed(line)

@@ -25,9 +25,9 @@ from verl_setup.doctor.probes.ray_local import cpus_per_bundle
 from verl_setup.matrix.cache import cache_dir
 from verl_setup.smoke import checks, launch
 from verl_setup.smoke import ray as private_ray
-from verl_setup.smoke.manifest import Target
+from verl_setup.smoke.manifest import SmokeTarget
 from verl_setup.smoke.memory import PeakSampler
-from verl_setup.smoke.metrics import Progress
+from verl_setup.smoke.metrics import StepMetrics
 from verl_setup.util.vocab import SmokeStage
 
 ASSETS_TIMEOUT_S = 300.0
@@ -40,7 +40,7 @@ Say = Callable[[str], None]
 
 
 @dataclass(frozen=True, kw_only=True)
-class Options:
+class SmokeOptions:
     """One smoke run's choices (flags)."""
 
     work: Path
@@ -53,12 +53,12 @@ class Options:
 
 
 @dataclass(kw_only=True)
-class Report:
+class SmokeReport:
     """What a smoke run did and found."""
 
-    target: Target
+    target: SmokeTarget
     work: Path
-    launch: launch.Launch | None = None
+    launch: launch.SmokeLaunch | None = None
     stages: list[dict[str, Any]] = field(default_factory=list)
     checks: list[checks.Check] = field(default_factory=list)
     failed_stage: SmokeStage | None = None
@@ -95,7 +95,7 @@ class Report:
 class Stages:
     """Times each stage and announces it (one progress line per stage)."""
 
-    def __init__(self, report: Report, say: Say) -> None:
+    def __init__(self, report: SmokeReport, say: Say) -> None:
         self.report = report
         self.say = say
         self.start = time.monotonic()
@@ -129,9 +129,9 @@ WHAT = {
 }
 
 
-def smoke(target: Target, opts: Options, env: Mapping[str, str], say: Say) -> Report:
+def smoke(target: SmokeTarget, opts: SmokeOptions, env: Mapping[str, str], say: Say) -> SmokeReport:
     """Run it; the report says every stage's seconds and every check (never raises for a failed run)."""
-    report = Report(target=target, work=opts.work)
+    report = SmokeReport(target=target, work=opts.work)
     stages = Stages(report, say)
     opts.work.mkdir(parents=True, exist_ok=True)
     child_env = _child_env(env)
@@ -190,7 +190,7 @@ def smoke(target: Target, opts: Options, env: Mapping[str, str], say: Say) -> Re
     return report
 
 
-def ray_fit_warning(opts: Options, per_bundle: int) -> str | None:
+def ray_fit_warning(opts: SmokeOptions, per_bundle: int) -> str | None:
     """doctor's Ray-CPU count for this run's own settings: a warning (before launch) when the private
     Ray cannot place what main_ppo takes, since the run would then wait silently until --timeout."""
     d = Demand(
@@ -210,7 +210,7 @@ def ray_fit_warning(opts: Options, per_bundle: int) -> str | None:
     )
 
 
-def _cpus_per_bundle(target: Target) -> int:
+def _cpus_per_bundle(target: SmokeTarget) -> int:
     site = next(iter(sorted(target.prefix.glob("lib/python*/site-packages"))), None)
     found = cpus_per_bundle(site) if site is not None else None
     return found[0] if found else 1
@@ -244,7 +244,7 @@ class AssetsError(RuntimeError):
     """The inputs could not be made in the target env."""
 
 
-def _assets(target: Target, opts: Options, env: Mapping[str, str]) -> dict[str, Any]:
+def _assets(target: SmokeTarget, opts: SmokeOptions, env: Mapping[str, str]) -> dict[str, Any]:
     argv = [str(target.python), str(ASSETS), str(opts.work)]
     if opts.model is not None:
         argv += ["--model", str(opts.model)]
@@ -264,12 +264,12 @@ def _assets(target: Target, opts: Options, env: Mapping[str, str]) -> dict[str, 
 
 
 def _main_ppo(
-    plan: launch.Launch, env: Mapping[str, str], opts: Options, stages: Stages
-) -> tuple[int | None, float, Progress]:
+    plan: launch.SmokeLaunch, env: Mapping[str, str], opts: SmokeOptions, stages: Stages
+) -> tuple[int | None, float, StepMetrics]:
     """Run main_ppo in a session of its own (its Ray's processes and workers included), its output
     to main_ppo.log, announcing each stage its output shows; the session is killed at the end, so
     nothing it started outlives the run (by its id: never `ray stop`)."""
-    progress = Progress(steps=launch.STEPS)
+    progress = StepMetrics(steps=launch.STEPS)
     log = opts.work / "main_ppo.log"
     start = time.monotonic()
     timed_out = threading.Event()
@@ -327,7 +327,7 @@ def _alive_in(pgid: int) -> bool:
 
 
 def _checks(
-    progress: Progress, code: int | None, seconds: float, opts: Options, model: Path
+    progress: StepMetrics, code: int | None, seconds: float, opts: SmokeOptions, model: Path
 ) -> list[checks.Check]:
     threshold = opts.max_probs_diff or (CPU_PROBS_DIFF if opts.gpus == 0 else GPU_PROBS_DIFF)
     actor = checks.checkpoint_dir(opts.work / "checkpoints", launch.STEPS)

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from verl_setup.smoke.run import Report
+from verl_setup.smoke.run import SmokeReport
 
 GIB = 1024**3
 
 
-def report_text(r: Report) -> str:
+def report_text(r: SmokeReport) -> str:
     """The report as a reader wants it on a terminal."""
     lines = [f"smoke: {r.target.prefix} (row {r.target.row}, verl {r.target.verl})"]
     lines += [f"  stage {s['stage']:<14} {s['seconds']:7.1f}s" for s in r.stages]

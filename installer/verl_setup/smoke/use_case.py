@@ -13,7 +13,7 @@ from pathlib import Path
 from verl_setup.errors import BadInputError
 from verl_setup.smoke.launch import NoModuleLineError, module_line
 from verl_setup.smoke.manifest import read_target
-from verl_setup.smoke.run import Options, Report, Say, smoke
+from verl_setup.smoke.run import Say, SmokeOptions, SmokeReport, smoke
 from verl_setup.util.bounded import one_line
 
 
@@ -51,7 +51,7 @@ def _sigterm_as_interrupt() -> Iterator[None]:
         signal.signal(signal.SIGTERM, previous)
 
 
-def run_smoke(req: SmokeRequest, env: Mapping[str, str], say: Say) -> Report:
+def run_smoke(req: SmokeRequest, env: Mapping[str, str], say: Say) -> SmokeReport:
     """Run the smoke test; the run folder is removed after a pass unless kept (kept after a failure)."""
     target = read_target(req.prefix)
     if req.model is not None and not (req.model / "config.json").is_file():
@@ -68,7 +68,7 @@ def run_smoke(req: SmokeRequest, env: Mapping[str, str], say: Say) -> Report:
     if req.timeout <= 0:
         raise BadInputError("--timeout must be above 0")
     work = req.work or Path(tempfile.mkdtemp(prefix="verl-setup-smoke-"))
-    opts = Options(
+    opts = SmokeOptions(
         work=work,
         model=req.model,
         gpus=req.gpus,

@@ -69,7 +69,7 @@ def strip_credentials(url: str) -> str:
 
 
 @dataclass(frozen=True, kw_only=True)
-class Answer:
+class HttpAnswer:
     """A 200 answer: the final URL (after redirects, credentials stripped) and its body's blocks."""
 
     url: str
@@ -193,7 +193,7 @@ def get(
     deadline_s: float,
     env: Mapping[str, str] | None = None,
     allow_http: bool = False,
-) -> Iterator[Answer]:
+) -> Iterator[HttpAnswer]:
     """GET `url` (http or https), redirects followed; WebError (NotFoundError, DeadlineError,
     CertificateError) naming the URL without its credentials when there is no 200 answer."""
     env = os.environ if env is None else env
@@ -233,7 +233,7 @@ def get(
             raise error(f"{shown(current)}: HTTP {status} {reason}".rstrip())
         length = request.response.getheader("Content-Length")
         try:
-            yield Answer(
+            yield HttpAnswer(
                 url=current,
                 blocks=_blocks(request, current),
                 length=int(length) if length and length.isdigit() else None,

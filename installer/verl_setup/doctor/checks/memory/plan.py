@@ -20,7 +20,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from verl_setup.doctor.checks.memory.shape import Shape
+from verl_setup.doctor.checks.memory.shape import ModelShape
 
 GIB = 1024**3
 OVERHEAD = int(1.5 * GIB)  # CUDA context, NCCL buffers and allocator slack per GPU (an allowance)
@@ -47,7 +47,7 @@ class Role:
 class Setup:
     """Everything the estimate reads: the model, the cluster, and the launch's memory knobs."""
 
-    shape: Shape
+    shape: ModelShape
     gpu_bytes: int
     gpus_per_node: int
     nnodes: int = 1

@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from verl_setup.doctor.checks.memory.plan import Get, Role, Setup
-from verl_setup.doctor.checks.memory.shape import Shape
+from verl_setup.doctor.checks.memory.shape import ModelShape
 
 ACTOR = "actor_rollout_ref.actor"
 ROLLOUT = "actor_rollout_ref.rollout"
@@ -39,7 +39,12 @@ def _float(value: Any, default: float) -> float:
 
 
 def setup_from(
-    get: Get, shape: Shape, *, gpu_bytes: int, gpus_per_node: int | None = None, host_bytes: int | None = None
+    get: Get,
+    shape: ModelShape,
+    *,
+    gpu_bytes: int,
+    gpus_per_node: int | None = None,
+    host_bytes: int | None = None,
 ) -> Setup:
     """The Setup a launch describes; `gpus_per_node` (this host's) when the launch does not say."""
     per_node = _int(get("trainer.n_gpus_per_node"), gpus_per_node or 8)

@@ -10,7 +10,7 @@ from typing import Any
 
 
 @dataclass(frozen=True, kw_only=True)
-class Shape:
+class ModelShape:
     """Parameter counts and widths of one model."""
 
     params: int  # all parameters
@@ -40,7 +40,7 @@ def _int(config: Mapping[str, Any], *keys: str) -> int:
     return 0
 
 
-def shape_of(config: Mapping[str, Any]) -> Shape | None:
+def shape_of(config: Mapping[str, Any]) -> ModelShape | None:
     """Count a decoder-only transformer's parameters from its config (text_config for a VLM)."""
     text = config.get("text_config")
     if isinstance(text, Mapping) and not _int(config, "hidden_size"):
@@ -70,7 +70,7 @@ def shape_of(config: Mapping[str, Any]) -> Shape | None:
         mlp = layers * dense_mlp
     embeddings = vocab * hidden * (1 if config.get("tie_word_embeddings") else 2)
     params = layers * (attention + 2 * hidden) + mlp + embeddings + hidden
-    return Shape(
+    return ModelShape(
         params=params, expert_params=expert, layers=layers, hidden=hidden, vocab=vocab,
         kv_heads=kv_heads, head_dim=head_dim,
     )  # fmt: skip
