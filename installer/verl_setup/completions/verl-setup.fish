@@ -414,7 +414,7 @@ complete -c verl-setup -n '__fish_seen_subcommand_from list' -l no-config
 complete -c verl-setup -n '__fish_seen_subcommand_from doctor' -s h
 complete -c verl-setup -n '__fish_seen_subcommand_from doctor' -l help
 complete -c verl-setup -n '__fish_seen_subcommand_from doctor' -l json
-complete -c verl-setup -n '__fish_seen_subcommand_from doctor' -l check -x -a 'python cuda ray collective hf-cache gpu-memory memory fit engine-env launch accelerator'
+complete -c verl-setup -n '__fish_seen_subcommand_from doctor' -l check -x -a 'python pins cuda ray collective hf-cache gpu-memory memory fit engine-env launch accelerator'
 complete -c verl-setup -n '__fish_seen_subcommand_from doctor' -l prefix
 complete -c verl-setup -n '__fish_seen_subcommand_from doctor' -l ray-address
 complete -c verl-setup -n '__fish_seen_subcommand_from doctor' -l model-size
@@ -448,7 +448,7 @@ complete -c verl-setup -n '__fish_seen_subcommand_from report' -s h
 complete -c verl-setup -n '__fish_seen_subcommand_from report' -l help
 complete -c verl-setup -n '__fish_seen_subcommand_from report' -l prefix
 complete -c verl-setup -n '__fish_seen_subcommand_from report' -l log
-complete -c verl-setup -n '__fish_seen_subcommand_from report' -l check -x -a 'python cuda ray collective hf-cache gpu-memory memory fit engine-env launch accelerator'
+complete -c verl-setup -n '__fish_seen_subcommand_from report' -l check -x -a 'python pins cuda ray collective hf-cache gpu-memory memory fit engine-env launch accelerator'
 complete -c verl-setup -n '__fish_seen_subcommand_from report' -l imports
 complete -c verl-setup -n '__fish_seen_subcommand_from report' -l mask-home
 complete -c verl-setup -n '__fish_seen_subcommand_from report' -l host

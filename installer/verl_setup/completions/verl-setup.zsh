@@ -17,7 +17,7 @@ _verl_setup() {
     --builder) opts='auto buildx buildkit legacy' ;;
     --format) opts='requirements pylock' ;;
     --nvcc) opts='auto host pypi' ;;
-    --check) opts='python cuda ray collective hf-cache gpu-memory memory fit engine-env launch accelerator' ;;
+    --check) opts='python pins cuda ray collective hf-cache gpu-memory memory fit engine-env launch accelerator' ;;
   esac
   if [[ -z $opts ]]; then
     case "$path" in
