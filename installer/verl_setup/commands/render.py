@@ -113,6 +113,13 @@ def run_render(
         raise error
     if not args.dry_run:
         write(files, args.out)
+        if not args.json and not getattr(args, "quiet", False):
+            from verl_setup.render.next_steps import after_render  # noqa: PLC0415
+
+            out.flush()  # the file list first, then what to type
+            sys.stderr.write(
+                "".join(f"{x}\n" for x in after_render(options.targets, args.out, plan, options))
+            )
     return 0
 
 
