@@ -95,8 +95,9 @@ def test_an_unreachable_index_falls_through_to_the_next_source(tmp_path: Path) -
     with pytest.raises(InstallError) as caught:
         resolve_wheels(plan, recipe, lambda _line: None)
     message = str(caught.value)
-    assert "user http://127.0.0.1:9/simple/: unreachable" in message
-    assert f"user {empty}: no flash-attn 2.8.3 wheel" in message
+    # The cause first (issue 32): the source that did not answer, then what the others said.
+    assert message.startswith("could not reach user http://127.0.0.1:9/simple/ (http://127.0.0.1:9/simple/: ")
+    assert f"also user {empty}: no flash-attn 2.8.3 wheel" in message
 
 
 def test_plan_says_per_extension_what_install_will_do() -> None:

@@ -28,15 +28,19 @@ from verl_setup.matrix.schema import ExtensionFacts
 from verl_setup.matrix.wheel_seen import load_seen, wheel_key, world_of
 from verl_setup.plan.build_host import build_jobs
 from verl_setup.plan.recipe import ExtensionPlan, Recipe
-from verl_setup.plan.refusal import refusal, without_reason
+from verl_setup.plan.refusal import refusal, unreachable_refusal, without_reason
 from verl_setup.plan.select import Plan
 from verl_setup.plan.wheel_sources import Candidate, replaced, torch_in_name, torch_minor
 from verl_setup.plan.whole_wheel import in_place_of
 from verl_setup.util.bounded import one_line
 from verl_setup.util.versions import minor_of
 
-TIMEOUT_S = 20.0
+# Per source, the whole page read (DNS, connect, TLS, body): a hung index costs seconds, and a host
+# found down is not asked again in this run (every package, every manifest would wait anew).
+TIMEOUT_S = 8.0
 MAX_PAGE = 4 * 2**20
+UNREACHABLE = "unreachable"  # the word pick's reason carries for refusal.py
+_down: dict[str, str] = {}  # netloc -> why, for this process
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -67,8 +71,35 @@ def _read(url: str) -> bytes:
     if parts.scheme == "file":
         with Path(unquote(parts.path)).open("rb") as handle:
             return handle.read(MAX_PAGE)
+    host = parts.netloc
+    if host in _down:
+        raise OSError(_down[host])
     try:
-        with urllib.request.urlopen(url, timeout=TIMEOUT_S) as response:  # noqa: S310  # http(s) only
+        return bounded_get(url, TIMEOUT_S)
+    except FileNotFoundError:
+        raise
+    except OSError as exc:
+        _down[host] = str(exc)
+        raise
+
+
+def bounded_get(url: str, seconds: float) -> bytes:
+    """GET `url` within `seconds` in all (getaddrinfo has no timeout of its own: a worker thread
+    does the fetch and is left behind if it overruns); FileNotFoundError on HTTP 404."""
+    import concurrent.futures  # noqa: PLC0415
+
+    pool = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="wheel-index")
+    try:
+        return pool.submit(_get, url, seconds).result(timeout=seconds)
+    except concurrent.futures.TimeoutError as exc:
+        raise OSError(f"no answer within {seconds:g} s") from exc
+    finally:
+        pool.shutdown(wait=False)
+
+
+def _get(url: str, seconds: float) -> bytes:
+    try:
+        with urllib.request.urlopen(url, timeout=seconds) as response:  # noqa: S310  # http(s) only
             return bytes(response.read(MAX_PAGE))
     except urllib.error.HTTPError as exc:
         if exc.code == 404:  # no such page: the index does not hold that project
@@ -133,7 +164,10 @@ def pick(candidate: Candidate, ext: ExtensionPlan, plan: Plan) -> tuple[Picked |
                 continue  # the index has no page for the whole project: look for the package's own
             links = []  # no page for the package (HTTP 404): the source has no such wheel
         except OSError as exc:
-            return None, f"{candidate.source}: unreachable ({one_line(str(exc))[:120]})"
+            return (
+                None,
+                f"{candidate.source}: {UNREACHABLE} ({candidate.index_url}: {one_line(str(exc))[:120]})",
+            )
         for link in links:
             url, _, fragment = link.partition("#")
             filename = unquote(url.rsplit("/", 1)[-1])
@@ -208,7 +242,8 @@ def resolve_wheels(plan: Plan, recipe: Recipe, say: Callable[[str], None]) -> Re
             break
         else:
             raise InstallError(
-                refusal(
+                unreachable_refusal(why_not, ext.name)
+                or refusal(
                     plan.row,
                     ext.name,
                     facts[ext.name],
