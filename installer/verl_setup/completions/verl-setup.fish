@@ -25,6 +25,8 @@ complete -c verl-setup -n '__fish_seen_subcommand_from plan' -s h
 complete -c verl-setup -n '__fish_seen_subcommand_from plan' -l help
 complete -c verl-setup -n '__fish_seen_subcommand_from plan' -l json
 complete -c verl-setup -n '__fish_seen_subcommand_from plan' -l explain
+complete -c verl-setup -n '__fish_seen_subcommand_from plan' -l all-rows
+complete -c verl-setup -n '__fish_seen_subcommand_from plan' -l known-issues
 complete -c verl-setup -n '__fish_seen_subcommand_from plan' -l cluster
 complete -c verl-setup -n '__fish_seen_subcommand_from plan' -l host
 complete -c verl-setup -n '__fish_seen_subcommand_from plan' -l driver

@@ -257,9 +257,11 @@ def _warnings(row: Row, target: Target, matrix: Matrix) -> list[str]:
             "GPUs of different compute capability: the stack must carry kernels for each; checked for all"
         )
     minor = _planned_minor(row, target)
-    for issue in row.known_issues:
+    from verl_setup.plan.explain import issue_line  # noqa: PLC0415
+
+    for i, issue in enumerate(row.known_issues):  # one line each; `plan --known-issues` has the rest
         if not issue.python or minor in issue.python:
-            out.append(f"known issue: {issue.summary} (source: {issue.source})")
+            out.append(issue_line(i, issue))
     return out
 
 
