@@ -73,7 +73,7 @@ def build_parser(only: Collection[str] | None = None) -> argparse.ArgumentParser
             super().__init__(*args, **kwargs)
 
         def error(self, message: str) -> NoReturn:
-            text = f"{one_line(message)} (see --help)"
+            text = f"{one_line(message)}{_did_you_mean(message)} (see --help)"
             sys.stderr.write(f"{self.prog}: error: {text}\n")
             raise UsageError(text)
 
@@ -189,6 +189,18 @@ def parse(argv: Sequence[str]) -> argparse.Namespace:
 
 
 BAD_INPUT = (BadInputError, NoCompatibleRowError)
+
+
+def _did_you_mean(message: str) -> str:
+    """` (did you mean 'install'?)` for argparse's "invalid choice: 'instal' (choose from ...)"."""
+    if "invalid choice: " not in message:
+        return ""
+    import re  # noqa: PLC0415  # only a usage error needs it
+
+    from verl_setup.util.vocab import suggest  # noqa: PLC0415
+
+    given, *choices = re.findall(r"'([^']*)'", message.split("invalid choice: ", 1)[1])
+    return suggest(given, choices) if choices else ""
 
 
 def one_line(text: str, limit: int | None = None) -> str:

@@ -237,6 +237,9 @@ def _warnings(row: Row, target: Target, matrix: Matrix) -> list[str]:
             f"{'/'.join(req.arch)} with glibc >= {req.glibc} (give --arch and --glibc, --host FILE, "
             "or VERL_SETUP_ARCH and VERL_SETUP_GLIBC)"
         )
+    from verl_setup.plan.typed_names import branch_note  # noqa: PLC0415
+
+    out += [note] if (note := branch_note(target.driver.source)) else []  # --driver 580
     out += _forward_warnings(row, target, matrix)
     family = matrix.cuda.family_floor(req.cuda) if req.cuda else None
     below_family = driver is not None and family is not None and driver < family

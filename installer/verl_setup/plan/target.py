@@ -15,6 +15,7 @@ from verl_setup.errors import BadInputError, NoCompatibleRowError
 from verl_setup.matrix.cuda import CudaRules
 from verl_setup.plan import accelerator as accel
 from verl_setup.plan.anchors import anchor_driver
+from verl_setup.plan.typed_names import gpu_capability, typed_driver
 from verl_setup.util.versions import DriverVersion, fmt, parse_count, parse_minor, parse_python, shown
 from verl_setup.util.vocab import (
     BACKEND_NAMES,
@@ -183,7 +184,7 @@ def build_target(
     if no_gpu:
         driver = Fact[DriverVersion | None](None, no_gpu_source)
     elif driver_text is not None:
-        driver = Fact(DriverVersion.parse(driver_text), driver_source)
+        driver = Fact(*typed_driver(driver_text, driver_source, rules))
     elif anchor is not None and isinstance(anchor[0], DriverVersion):
         driver = Fact(anchor[0], anchor[1])
     elif host is not None and host.host_kind.kind == "jetson":
@@ -375,10 +376,10 @@ def _gpus(
     if names:
         specs = []
         for name in names:
-            cc = sm or rules.compute_capability(name)
-            if cc is None:
+            found = (sm, name) if sm else gpu_capability(name, rules.compute_capability)
+            if found is None:
                 raise BadInputError(f"unknown GPU {shown(name)}: give its compute capability with --sm X.Y")
-            specs.append(GpuSpec(name=name, compute_capability=cc))
+            specs.append(GpuSpec(name=found[1], compute_capability=found[0]))
         return Fact(tuple(specs), source + (" + --sm" if sm else " (GPU table)"))
     if sm is not None:
         count = max(1, len(host.gpus) if host else 1)
