@@ -24,8 +24,15 @@ def test_render_ends_with_the_build_or_run_line_for_each_target(tmp_path: Path) 
 def test_kuberay_without_image_says_it_must_be_built_and_pushed(tmp_path: Path) -> None:
     bare = run_cli("render", "kuberay", *H100, "--out", str(tmp_path / "a"))
     assert bare.code == 0, bare.err
-    assert "warning: build and push the image first: raycluster.yaml names " in bare.err
+    assert (
+        "verl-setup: warning: raycluster.yaml names the image verl-setup/verl0.9-vllm0.24.0:latest, which "
+        "no registry has: build and push it first"
+    ) in bare.err
     assert "render again with --image REGISTRY/NAME:TAG" in bare.err
+    assert (
+        "build and push it first"
+        in run_cli("render", "kuberay", "-q", *H100, "--out", str(tmp_path / "q")).err
+    )
     given = run_cli("render", "kuberay", *H100, "--image", "reg.example/v:1", "--out", str(tmp_path / "b"))
     assert given.code == 0, given.err
     assert "build and push" not in given.err

@@ -86,6 +86,10 @@ def run_render(
     """Render; refuse to clobber a changed file without --force (exit 2, naming it)."""
     options = options or options_from_args(args)
     rendered = render(plan, options)
+    if not args.json:  # what plan warns about holds for the files too (-q keeps warnings)
+        from verl_setup.render.next_steps import render_warnings  # noqa: PLC0415
+
+        sys.stderr.write("".join(f"verl-setup: warning: {w}\n" for w in render_warnings(plan, options)))
     if "uv-project" in options.targets:
         rendered += _uv_lock(args, plan, options, rendered, env or {})
     files = compare(rendered, args.out, force=args.force)

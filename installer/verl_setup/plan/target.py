@@ -15,7 +15,7 @@ from verl_setup.errors import BadInputError, NoCompatibleRowError
 from verl_setup.matrix.cuda import CudaRules
 from verl_setup.plan import accelerator as accel
 from verl_setup.plan.anchors import anchor_driver
-from verl_setup.plan.typed_names import gpu_capability, typed_driver
+from verl_setup.plan.typed_names import arch_from_gpus, gpu_capability, typed_driver
 from verl_setup.util.versions import DriverVersion, fmt, parse_count, parse_minor, parse_python, shown
 from verl_setup.util.vocab import (
     BACKEND_NAMES,
@@ -245,8 +245,15 @@ def build_target(
                 host=(host.os.glibc if host else None, host_source),
             )
         ),
-        arch=_os_fact(
-            request.arch, "--arch", env, "VERL_SETUP_ARCH", host=(host.os.arch if host else None, host_source)
+        arch=_arch(
+            _os_fact(
+                request.arch,
+                "--arch",
+                env,
+                "VERL_SETUP_ARCH",
+                host=(host.os.arch if host else None, host_source),
+            ),
+            gpus,
         ),
         verl=Fact(verl_text, verl_source or "not requested"),
         engine=Fact(engine_text, engine_source or "not requested"),
@@ -304,6 +311,11 @@ def _os_fact(
     if value is None:
         return Fact(None, f"not given (use {flag_name}, --host FILE or {name})")
     return Fact(value, f"{host_source} (uname, confstr)")
+
+
+def _arch(fact: Fact[str | None], gpus: Fact[tuple[GpuSpec, ...]]) -> Fact[str | None]:
+    """The arch given, else the one the GPUs imply (a Grace superchip is aarch64 only)."""
+    return Fact(*arch_from_gpus(fact.value, fact.source, tuple(g.name for g in gpus.value)))
 
 
 def _glibc(fact: Fact[str | None]) -> Fact[str | None]:

@@ -73,3 +73,15 @@ def branch_note(source: str) -> str | None:
     if not sep or not note.startswith(BRANCH_WORDS):
         return None
     return f"{note}: give the full version (nvidia-smi) if yours is older"
+
+
+# GPUs that come on one CPU architecture only: the Grace superchips (GH200, GB200, GB300) pair the
+# GPU with NVIDIA's Arm Grace CPU (NVIDIA Grace Hopper / Grace Blackwell datasheets): aarch64.
+_GRACE = re.compile(r"^(NVIDIA\s+)?G[HB]\d{3}\b", re.IGNORECASE)
+
+
+def arch_from_gpus(value: str | None, source: str, gpu_names: tuple[str, ...]) -> tuple[str | None, str]:
+    """The arch fact, inferred from the GPUs when none was given and they come in one arch only."""
+    if value is not None or not gpu_names or not all(_GRACE.match(n) for n in gpu_names):
+        return value, source
+    return "aarch64", f"inferred from the GPU ({gpu_names[0]} has a Grace CPU: aarch64 only)"

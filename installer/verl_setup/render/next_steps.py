@@ -13,7 +13,7 @@ LAUNCH = "python3 -m verl.trainer.main_ppo ..."
 
 
 def after_render(targets: tuple[str, ...], out: Path, plan: Plan, options: RenderOptions) -> list[str]:
-    """One or two lines per target: build, then run."""
+    """One or two lines per target: build, then run (kuberay's image: render_warnings)."""
     folder = shlex.quote(str(out))
     image = shlex.quote(options.image or f"verl-setup/{plan.row.id}:latest")
     lines: dict[str, list[str]] = {
@@ -32,15 +32,6 @@ def after_render(targets: tuple[str, ...], out: Path, plan: Plan, options: Rende
         ],
         "slurm": [f"sbatch {folder}/verl.sbatch [key=value overrides for verl.trainer.main_ppo]"],
         "kuberay": [
-            *(
-                []
-                if options.image
-                else [
-                    f"warning: build and push the image first: raycluster.yaml names {image}, which no "
-                    "registry has until you push it (render docker, build, push, then render again "
-                    "with --image REGISTRY/NAME:TAG)"
-                ]
-            ),
             f"kubectl apply -f {folder}/raycluster.yaml"
             + (f"   (or the one-shot job: kubectl apply -f {folder}/rayjob.yaml)" if options.job else ""),
         ],
@@ -48,3 +39,15 @@ def after_render(targets: tuple[str, ...], out: Path, plan: Plan, options: Rende
     }
     picked = [line for t in targets for line in lines.get(t, [])]
     return ["next:", *(f"  {line}" for line in picked)] if picked else []
+
+
+def render_warnings(plan: Plan, options: RenderOptions) -> list[str]:
+    """What `plan` warns about for this row and target, and what the files cannot do yet."""
+    out = list(plan.warnings)
+    if "kuberay" in options.targets and not options.image:
+        image = options.image or f"verl-setup/{plan.row.id}:latest"
+        out.append(
+            f"raycluster.yaml names the image {image}, which no registry has: build and push it first "
+            "(render docker, docker build, docker push), then render again with --image REGISTRY/NAME:TAG"
+        )
+    return out
