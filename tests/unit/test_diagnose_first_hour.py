@@ -36,7 +36,7 @@ def two_node_timeout(tmp_path: Path, *, launch: bool) -> Path:
     """The recorded watchdog line (verl#5750) as ranks 0-3 of a 2 x 4 launch print it; ranks 4-7
     (the second node) print nothing."""
     recorded = (FIXTURES / "nccl-timeout-verl-5750.log").read_text().splitlines()[1]
-    command = "python3 -m verl.trainer.main_ppo trainer.nnodes=2 trainer.n_gpus_per_node=4 data.train_batch_size=256"
+    command = "python3 -m verl.trainer.main_ppo trainer.nnodes=2 trainer.n_gpus_per_node=4"
     lines = [command] if launch else []
     for rank in range(4):
         lines.append(
