@@ -72,3 +72,43 @@ def test_the_oom_names_the_reserved_but_unallocated_memory_and_expandable_segmen
     assert "6.77 GiB reserved but unallocated" in d.verdict.summary
     remedy = " ".join(d.verdict.remedy)
     assert "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True" in remedy
+
+
+def test_two_runs_logs_given_together_get_one_verdict_each() -> None:
+    from tests.conftest import json_data, run_cli  # noqa: PLC0415
+
+    oom, nccl = FIXTURES / "cuda-oom-trainer-verl-2828.log", FIXTURES / "nccl-timeout-verl-5750.log"
+    result = run_cli("diagnose", str(oom), str(nccl))
+    assert result.code == 0, result.err
+    lines = result.out.splitlines()
+    assert lines[0].startswith("diagnose: 2 runs, each on its own")
+    assert f"== run 1 of 2: {oom}" in lines
+    assert f"== run 2 of 2: {nccl}" in lines
+    assert "diagnose: cuda-oom" in lines
+    assert "diagnose: nccl-timeout" in lines
+    assert "also seen (later failures, or symptoms of the cause above):" not in lines  # no merged story
+    data = json_data(run_cli("diagnose", "--json", str(oom), str(nccl)).out)
+    assert [(r["paths"], r["class"]) for r in data["runs"]] == [
+        ([str(oom)], "cuda-oom"),
+        ([str(nccl)], "nccl-timeout"),
+    ]
+
+
+def test_a_folder_of_slurm_outputs_is_one_run_per_job(tmp_path: Path) -> None:
+    from tests.conftest import run_cli  # noqa: PLC0415
+
+    (tmp_path / "slurm-101.out").write_bytes((FIXTURES / "cuda-oom-trainer-verl-2828.log").read_bytes())
+    (tmp_path / "slurm-102.out").write_bytes((FIXTURES / "nccl-timeout-verl-5750.log").read_bytes())
+    result = run_cli("diagnose", str(tmp_path))
+    assert result.out.startswith("diagnose: 2 runs")
+    assert f"== run 1 of 2: {tmp_path / 'slurm-101.out'}" in result.out
+
+
+def test_one_ray_session_stays_one_run(tmp_path: Path) -> None:
+    from verl_setup.diagnose.runs import split_runs  # noqa: PLC0415
+
+    logs = tmp_path / "session_2026-12-07_01-00-00_1" / "logs"
+    logs.mkdir(parents=True)
+    a, b = logs / "worker-1.err", logs / "worker-2.err"
+    assert split_runs([a, b]) == [[a, b]]
+    assert split_runs([a, FIXTURES / "x.log"]) == [[a], [FIXTURES / "x.log"]]
