@@ -8,7 +8,7 @@ import sys
 
 from verl_setup import __version__
 from verl_setup.errors import BadInputError, NoCompatibleRowError, Stopped, VerlSetupError
-from verl_setup.help_env import epilog, top_level
+from verl_setup.util.help_env import epilog, top_level
 
 # typing.TYPE_CHECKING without importing typing; argparse (with re) is imported only to parse a
 # command: the top-level --help and --version are answered without it, at about bare Python's cost.

@@ -13,8 +13,8 @@ import pytest
 import verl_setup
 from tests.conftest import run_cli
 from verl_setup.cli import json_command, parse
-from verl_setup.help_env import every_variable
 from verl_setup.output import Progress, end_status_lines
+from verl_setup.util.help_env import every_variable
 
 
 class Tty(io.StringIO):
