@@ -295,7 +295,7 @@ def resolve(plan: Plan, recipe: Recipe, *, uv: str, env: Mapping[str, str], extr
     requirements = requirement_lines(final.requirements) if final else row.requirements()
     requirements += [e.requirement for e in recipe.extensions if e.mode == "wheel"]
     with tempfile.TemporaryDirectory(prefix="verl-setup-lock-") as tmp:
-        _, overrides = write_inputs(row, Path(tmp), requirements, recipe.constraints)
+        _, overrides = write_inputs(row, Path(tmp), requirements, constraints=recipe.constraints)
         # Relative input names, run from the folder: uv's "# via -r requirements.in" notes then
         # read the same on every machine.
         argv = compile_command(
