@@ -55,7 +55,7 @@ def test_a_two_node_timeout_that_only_the_first_node_reports_names_the_silent_no
     assert d.cls == "nccl-timeout"
     assert (
         "rank(s) 4-7 of the launch's 8 (trainer.nnodes=2 x trainer.n_gpus_per_node=4) never reported: "
-        "node 2 of 2 (ranks 4 per node), which never reached this collective"
+        "node 2 of 2 (4 ranks per node), which never reached this collective"
     ) in d.verdict.summary
     assert d.verdict.remedy[0].startswith("read the log of node 2 of 2")
 

@@ -33,7 +33,7 @@ def never_reported(seen: set[int], launch: Sequence[Hit]) -> tuple[str, str] | N
     node_ids = sorted({r // per_node for r in missing})
     whole = all(set(range(n * per_node, (n + 1) * per_node)) <= set(missing) for n in node_ids)
     where = (
-        f"node {', '.join(str(n + 1) for n in node_ids)} of {nodes} (ranks {per_node} per node)"
+        f"node {', '.join(str(n + 1) for n in node_ids)} of {nodes} ({per_node} ranks per node)"
         if whole
         else f"on node(s) {', '.join(str(n + 1) for n in node_ids)}"
     )
