@@ -7,6 +7,7 @@ import os
 import sys
 
 from verl_setup.errors import BadInputError, NoCompatibleRowError, Stopped, VerlSetupError
+from verl_setup.util.help_env import epilog, top_level
 
 # typing.TYPE_CHECKING without importing typing; argparse (with re) is imported only to parse a
 # command: the top-level --help and --version are answered without it, at about bare Python's cost.
@@ -41,28 +42,8 @@ SUBCOMMANDS = {
 # The commands with subcommands of their own: their envelopes name both words ("matrix check").
 NESTED = ("matrix", "docker", "wheelhouse")
 
-EPILOG = """\
-exit codes: 0 ok, 1 unexpected error, 2 bad input (a flag, file or variable), 3 no matrix row
-fits, 4 install or lock failed, 5 a check failed, 130 interrupted. With --json, stdout is one
-envelope {schema, command, ok, error, data} on failure too (schemas in verl_setup/schemas/).
-
-environment: VERL_SETUP_DRIVER, _GPU, _SM, _GPU_COUNT, _NO_GPU, _NPU, _CANN, _ROCM, _PYTHON,
-_VERL, _ENGINE, _BACKEND, _POLICY, _PREFER, _ARCH, _GLIBC, _HOST, _MATRIX (below flags, above a team
-config, a host file and detection); VERL_SETUP_WHEEL_SOURCES (as --wheel-source, comma-separated);
-VERL_SETUP_ALLOW_HTTP=1 lets a wheel source or download use plain HTTP beyond this machine;
-the tool's own downloads trust SSL_CERT_FILE, REQUESTS_CA_BUNDLE, the system store and ~/.netrc;
-UV_CUDA_DRIVER_VERSION and CONDA_OVERRIDE_CUDA override the detected driver;
-VERL_SETUP_CACHE_DIR holds the parsed matrix (else $XDG_CACHE_HOME/verl-setup, ~/.cache/...);
-VERL_SETUP_DEBUG=1 shows tracebacks; `matrix prove` and `matrix check` skip the rows whose torch
-is on an extra index unless VERL_SETUP_PROVE_EXTRA_INDEXES=1 (it is not tested whether that
-index can be reached), and `matrix prove` leaves a row's git sources out unless
-VERL_SETUP_PROVE_GIT=1 and its packages built against torch out except those
-VERL_SETUP_PROVE_WITH names (comma-separated; they come from the wheel sources,
-VERL_SETUP_PROVE_WHEEL_SOURCES for a proof: it reads no other VERL_SETUP_*); its `trains` step
-runs `smoke` (VERL_SETUP_PROVE_TRAINS=0 leaves it out), for a GPU row only on a GPU host:
-VERL_SETUP_PROVE_GPUS=N and VERL_SETUP_PROVE_GPU_NAME, which .ci/gpu-smoke sets. uv reads its
-own UV_* settings, except those that would re-resolve a row
-(UV_TORCH_BACKEND, UV_EXTRA_INDEX_URL, ...), which are dropped with a warning."""
+# The epilogs (exit codes, each command's own variables) are written in help_env.py.
+EPILOG = top_level()
 
 
 class UsageError(SystemExit):
@@ -92,7 +73,7 @@ def build_parser(only: Collection[str] | None = None) -> argparse.ArgumentParser
             super().__init__(*args, **kwargs)
 
         def error(self, message: str) -> NoReturn:
-            text = f"{one_line(message)} (see --help)"
+            text = f"{one_line(message)}{_did_you_mean(message)} (see --help)"
             sys.stderr.write(f"{self.prog}: error: {text}\n")
             raise UsageError(text)
 
@@ -130,6 +111,8 @@ def build_parser(only: Collection[str] | None = None) -> argparse.ArgumentParser
             importlib.import_module(f"verl_setup.commands.{module}").add_arguments(p)
             for leaf in _leaves(p):
                 _add_output_flags(leaf)
+                words = leaf.prog.split()[1:]
+                leaf.epilog = epilog(" ".join(words), {o for a in leaf._actions for o in a.option_strings})
     return parser
 
 
@@ -218,6 +201,18 @@ def parse(argv: Sequence[str]) -> argparse.Namespace:
 
 
 BAD_INPUT = (BadInputError, NoCompatibleRowError)
+
+
+def _did_you_mean(message: str) -> str:
+    """` (did you mean 'install'?)` for argparse's "invalid choice: 'instal' (choose from ...)"."""
+    if "invalid choice: " not in message:
+        return ""
+    import re  # noqa: PLC0415  # only a usage error needs it
+
+    from verl_setup.util.vocab import suggest  # noqa: PLC0415
+
+    given, *choices = re.findall(r"'([^']*)'", message.split("invalid choice: ", 1)[1])
+    return suggest(given, choices) if choices else ""
 
 
 def one_line(text: str, limit: int | None = None) -> str:

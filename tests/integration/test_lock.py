@@ -139,9 +139,11 @@ def test_the_cpu_row_locks_identically_twice_and_the_users_torch_backend_does_no
 
 def test_a_pylock_installs_with_install_lock_and_an_edited_one_changes_nothing(tmp_path: Path) -> None:
     pylock = tmp_path / "pylock.tiny-old.toml"
-    # PEP 751 enforces the lock's Python as a floor: pyenv's 3.11.7 is the exact one here.
+    # PEP 751 enforces the lock's Python: its minor, every patch (issue 32), so any 3.11 here.
     text = lock(pylock, "--verl", "0.0.1", "--python", "3.11.7", "--format", "pylock")
-    assert text.startswith('lock-version = "1.0"\n')
+    assert text.startswith("# verl-setup lock (PEP 751) of row tiny-old for Python 3.11 on ")
+    assert '\nlock-version = "1.0"\n' in text
+    assert '\nrequires-python = ">=3.11,<3.12"\n' in text
     assert '\n[tool.verl-setup]\nformat = 1\nrow = "tiny-old"\n' in text
     prefix = tmp_path / "project" / "env"
     result = install(prefix, "--lock", str(pylock))

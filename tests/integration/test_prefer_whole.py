@@ -111,7 +111,10 @@ def test_with_the_torch_2_11_world_empty_plan_prefers_the_row_that_installs_whol
         "checked (2026-12-07; last seen 2026-12-01)"
     ) in why
     explained = cli("plan", *H100, "--matrix", str(matrix), "--explain", env=None)
-    assert "verl0.9-vllm0.31.0 is preferred: it installs whole from wheels" in explained.stdout
+    assert "not preferred: " in explained.stdout
+    assert "it installs whole from wheels (" in explained.stdout
+    every = cli("plan", *H100, "--matrix", str(matrix), "--explain", "--all-rows", env=None)
+    assert "verl0.9-vllm0.31.0 is preferred: it installs whole from wheels" in every.stdout
 
     # install of it, with no flag, takes flash-attn from the torch 2.13 world (looked up again);
     # --dry-run prints the uv commands it would run and changes nothing (the real GPU stack is

@@ -85,10 +85,14 @@ def test_no_row_is_exit_3_with_what_would_fit() -> None:
 def test_explain_shows_facts_evidence_and_every_rejection() -> None:
     result = run_cli("plan", "--driver", "580.95.05", "--gpu", "H100", "--explain")
     assert result.code == 0
-    assert "facts used" in result.out
-    assert "flag --driver" in result.out
+    assert "\nfacts      " in result.out
+    assert "flag --driver: driver 580.95.05" in result.out
     assert "meta: vllm 0.24.0 pins torch==2.11.0" in result.out
-    assert "verl0.4-vllm0.8.5" in result.out
+    # Rows that fit but lost are counted (issue 32); --all-rows names each.
+    assert (
+        "verl0.4-vllm0.8.5"
+        in run_cli("plan", "--driver", "580.95.05", "--gpu", "H100", "--explain", "--all-rows").out
+    )
 
 
 @pytest.mark.subprocess

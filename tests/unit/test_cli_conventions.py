@@ -12,8 +12,9 @@ import pytest
 
 import verl_setup
 from tests.conftest import run_cli
-from verl_setup.cli import EPILOG, json_command, parse
+from verl_setup.cli import json_command, parse
 from verl_setup.output import Progress, end_status_lines
+from verl_setup.util.help_env import every_variable
 
 
 class Tty(io.StringIO):
@@ -61,23 +62,53 @@ def test_help_names_the_exit_codes_and_the_variables() -> None:
         assert result.code == 0
         assert "exit codes: 0 ok, 1 unexpected error, 2 bad input" in result.out
         assert "3 no matrix row" in result.out
-        assert "VERL_SETUP_PROVE_EXTRA_INDEXES=1" in result.out
-        assert "UV_CUDA_DRIVER_VERSION" in result.out
+        assert "docs/environment.md" in result.out
+    assert "UV_CUDA_DRIVER_VERSION" in run_cli("install", "--help").out
 
 
-def test_every_variable_the_package_reads_is_in_the_epilog() -> None:
-    """Each VERL_SETUP_* name in the package's code is documented in --help (the plan facts as the
-    list's `_SUFFIX` spellings); VERL_SETUP_RESULT is a marker in a Ray task's output and
-    VERL_SETUP_PROBE_SHARD what the import probe tells its own child processes, not settings."""
+@pytest.mark.parametrize(
+    ("argv", "own", "not_own"),
+    [
+        (["diagnose"], [], ["VERL_SETUP_PROVE_GIT", "VERL_SETUP_DRIVER", "UV_*"]),
+        (["completion"], [], ["VERL_SETUP_PROVE_GIT", "VERL_SETUP_WHEEL_SOURCES"]),
+        (["install"], ["VERL_SETUP_DRIVER", "VERL_SETUP_WHEEL_SOURCES", "UV_*"], ["VERL_SETUP_PROVE_GIT"]),
+        (
+            ["matrix", "prove"],
+            ["VERL_SETUP_PROVE_GIT", "VERL_SETUP_PROVE_EXTRA_INDEXES"],
+            ["VERL_SETUP_DRIVER"],
+        ),
+        (["doctor"], ["VERL_SETUP_HOST", "VERL_SETUP_MATRIX"], ["VERL_SETUP_PROVE_WITH", "UV_*"]),
+    ],
+    ids=["diagnose", "completion", "install", "matrix-prove", "doctor"],
+)
+def test_each_help_lists_only_the_variables_its_command_reads(
+    argv: list[str], own: list[str], not_own: list[str]
+) -> None:
+    # issue 32: the same 16-line list (mostly `matrix prove`'s) ended every --help.
+    text = run_cli(*argv, "--help").out
+    tail = text[text.index("environment: ") :]
+    assert all(name in tail for name in own), tail
+    assert not any(name in tail for name in not_own), tail
+    assert "VERL_SETUP_DEBUG=1" in tail
+
+
+def test_every_variable_the_package_reads_is_documented() -> None:
+    """Each VERL_SETUP_* name in the package's code is in help_env (the plan facts as the list's
+    `_SUFFIX` spellings) and in docs/environment.md; VERL_SETUP_RESULT is a marker in a Ray
+    task's output and VERL_SETUP_PROBE_SHARD what the import probe tells its own children, not
+    settings."""
     package = Path(verl_setup.__file__).parent
     read = {
         m for p in package.rglob("*.py") for m in re.findall(r"VERL_SETUP_[A-Z0-9_]*[A-Z0-9]", p.read_text())
     }
-    words = set(re.findall(r"[A-Z0-9_]+", EPILOG))
-    documented = {w for w in words if w.startswith("VERL_SETUP_")} | {
-        f"VERL_SETUP{w}" for w in words if w[0] == "_"
-    }
-    assert read - documented - {"VERL_SETUP_RESULT", "VERL_SETUP_PROVE", "VERL_SETUP_PROBE_SHARD"} == set()
+    docs = (package.parents[1] / "docs" / "environment.md").read_text(encoding="utf-8")
+    for text in (every_variable(), docs):
+        words = set(re.findall(r"[A-Z0-9_]+", text))
+        documented = {w for w in words if w.startswith("VERL_SETUP_")} | {
+            f"VERL_SETUP{w}" for w in words if w[0] == "_"
+        }
+        left = read - documented - {"VERL_SETUP_RESULT", "VERL_SETUP_PROVE", "VERL_SETUP_PROBE_SHARD"}
+        assert left == set()
 
 
 def test_the_last_status_line_is_ended_on_a_terminal() -> None:

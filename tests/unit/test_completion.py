@@ -71,8 +71,11 @@ def test_every_flag_of_every_command_is_offered(tmp_path: Path) -> None:
         (["render", "sl"], ["slurm"]),
         (["completion", "f"], ["fish"]),
         (["lock", "--no-g"], ["--no-gpu"]),
+        (["plan", "--gpu", "H1"], ["H100"]),  # issue 32: values, not flags
+        (["plan", "--gpu", "409"], ["4090"]),
+        (["install", "--row", "verl0.9-vllm0.24.0-a"], ["verl0.9-vllm0.24.0-aarch64"]),
     ],
-    ids=["nested", "choices", "check-ids", "render-targets", "shells", "flag"],
+    ids=["nested", "choices", "check-ids", "render-targets", "shells", "flag", "gpu", "gpu-number", "row"],
 )
 def test_bash_completes_commands_flags_and_choices(
     tmp_path: Path, line: list[str], expected: list[str]

@@ -322,6 +322,7 @@ def test_doctor_on_this_gpu_less_machine_is_fast_and_skips_gpu_checks() -> None:
     checks = {c["id"]: c for c in json_data(result.out)["checks"]}
     assert list(checks) == [
         "python",
+        "pins",
         "cuda",
         "ray",
         "collective",

@@ -141,7 +141,7 @@ def test_a_pylock_reads_back_with_its_fields_and_pins_and_an_extension_wheels_pu
     [
         ('row = "cpu"', 'row = "tiny"'),
         ('hashes = { sha256 = "47" }', 'hashes = { sha256 = "46" }'),
-        ('requires-python = ">=3.11.7"', 'requires-python = ">=3.10"'),
+        ('requires-python = ">=3.12,<3.13"', 'requires-python = ">=3.10"'),
     ],
     ids=["table", "hash", "requires-python"],
 )
@@ -157,3 +157,36 @@ def test_a_pylock_from_another_tool_is_bad_input_in_one_line() -> None:
         parse_pylock(PYLOCK_BODY, Path("pylock.toml"))
     assert "\n" not in str(caught.value)
     assert caught.value.exit_code == 2
+
+
+def test_the_pylocks_python_rule_is_the_locks_minor_as_install_and_the_requirements_lock_take_it() -> None:
+    # issue 32: uv wrote ">=3.11.7"-style bounds (">=3.12.3"), refusing the 3.12.1 install falls
+    # back to and admitting 3.13, which the row does not support.
+    from packaging.specifiers import SpecifierSet  # noqa: PLC0415
+
+    text = render_pylock(FIELDS, PYLOCK_BODY)  # FIELDS: Python 3.12.3
+    (line,) = [x for x in text.splitlines() if x.startswith("requires-python = ")]
+    bound = SpecifierSet(line.split('"')[1])
+    assert [v for v in ("3.11.9", "3.12.0", "3.12.1", "3.12.3", "3.12.9", "3.13.0") if v in bound] == [
+        "3.12.0", "3.12.1", "3.12.3", "3.12.9",
+    ]  # fmt: skip
+    assert parse_pylock(text, Path("pylock.toml")).row_id == "cpu"  # still sealed and read
+
+
+def test_both_lock_formats_say_at_the_top_which_python_to_create_the_env_with_and_how_to_install() -> None:
+    requirements = render(FIELDS, BODY).splitlines()
+    assert requirements[1] == (
+        "# create-env: uv venv --python 3.12.3 ENV (any 3.12.x works; or: python3.12 -m venv ENV)"
+    )
+    assert requirements[2] == "# install-uv: uv pip sync <this file>"
+    assert parse(render(FIELDS, BODY), Path("verl.lock")).fields["create-env"].startswith("uv venv")
+    pylock = render_pylock({**FIELDS, "then": "uv pip install --no-deps x"}, PYLOCK_BODY).splitlines()
+    assert pylock[0].startswith(
+        "# verl-setup lock (PEP 751) of row cpu for Python 3.12 on x86_64-manylinux_2_28"
+    )
+    assert (
+        pylock[1]
+        == "# create-env: uv venv --python 3.12.3 ENV (any 3.12.x works; or: python3.12 -m venv ENV)"
+    )
+    assert pylock[2] == "# install-uv: uv pip sync --python ENV/bin/python THIS_FILE"
+    assert pylock[3] == "# then: uv pip install --no-deps x"

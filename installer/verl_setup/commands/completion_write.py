@@ -72,6 +72,10 @@ def walk(parser: argparse.ArgumentParser) -> Words:
             words.choices["render:positional"] = [*RENDER_TARGETS, "all"]
         if path == "doctor":
             words.choices["--check"] = list(CHECK_IDS)
+        if "--gpu" in words.options[path]:  # values from the data, not argparse (issue 32)
+            words.choices["--gpu"] = gpu_words()
+        if "--row" in words.options[path]:
+            words.choices["--row"] = row_words()
 
     visit(parser, "")
     return words
@@ -142,3 +146,32 @@ def fish(words: Words) -> str:
             values = f" -x -a {shlex.quote(' '.join(choices))}" if choices else ""
             lines.append(f"complete -c {PROG} -n {shlex.quote(condition)} {flag}{values}")
     return "\n".join(lines) + "\n"
+
+
+def gpu_words() -> list[str]:
+    """GPU names as typed at --gpu, one word each (the GPU table's examples: H100, 4090, ...),
+    only those plan resolves to a compute capability."""
+    from verl_setup.matrix.gpus import load_gpu_table  # noqa: PLC0415
+    from verl_setup.matrix.load import load_matrix  # noqa: PLC0415
+    from verl_setup.plan.typed_names import gpu_capability  # noqa: PLC0415
+
+    rules = load_matrix(None).cuda
+    out: list[str] = []
+    for chip in load_gpu_table().facts.chips.values():
+        for example in (chip.example or "").split(", "):
+            word = example.removeprefix("GeForce RTX ").removeprefix("GeForce ")
+            if (
+                word
+                and " " not in word
+                and word not in out
+                and gpu_capability(word, rules.compute_capability)
+            ):
+                out.append(word)
+    return out
+
+
+def row_words() -> list[str]:
+    """The bundled matrix's row ids."""
+    from verl_setup.matrix.load import load_matrix  # noqa: PLC0415
+
+    return [row.id for row in load_matrix(None).rows]

@@ -7,6 +7,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TextIO
 
+from verl_setup.diagnose.runs import split_runs
+from verl_setup.diagnose.several import several_runs
 from verl_setup.diagnose.sources import gather
 from verl_setup.diagnose.verdict import diagnose, text_report
 from verl_setup.errors import BadInputError
@@ -34,6 +36,11 @@ def run(args: argparse.Namespace, env: Mapping[str, str], out: TextIO) -> int:
     missing = [p for p in args.paths if not (p.exists() or p.is_symlink())]
     if args.paths and len(missing) == len(args.paths):
         raise BadInputError(f"diagnose: no such file or folder: {one_line(str(missing[0]))}")
+    runs = split_runs([p for p in args.paths if p not in missing])
+    if len(runs) > 1:  # one verdict per run, never one story across runs
+        out.write(several_runs(runs, env, as_json=args.json))
+        out.flush()
+        return 0
     sources = gather(args.paths, env, system=not args.no_system, dmesg=args.dmesg)
     result = diagnose(sources)
     out.write(envelope("diagnose", result.to_json()) if args.json else text_report(result))

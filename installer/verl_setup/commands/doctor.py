@@ -9,7 +9,7 @@ from typing import TextIO
 
 from verl_setup.diagnose.sources import failed_session
 from verl_setup.doctor.context import Options
-from verl_setup.doctor.result import report_json, report_text
+from verl_setup.doctor.result import env_line, report_json, report_text
 from verl_setup.doctor.run import make_context, run_checks, selected
 from verl_setup.errors import CheckFailedError
 from verl_setup.output import envelope
@@ -27,7 +27,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         metavar="ID",
         help=f"run only this check (repeatable): {', '.join(CHECK_IDS)}",
     )
-    p.add_argument("--prefix", type=Path, metavar="PATH", help="the venv to inspect (default $VIRTUAL_ENV)")
+    p.add_argument(
+        "--prefix", type=Path, metavar="PATH",
+        help="the venv to inspect (default: the active $VIRTUAL_ENV, the team config's prefix, ./.venv)",
+    )  # fmt: skip
     p.add_argument("--ray-address", metavar="ADDR", help="Ray head (default RAY_ADDRESS, then a local head)")
     p.add_argument("--model-size", metavar="SIZE", help="space a model download needs (default 16GB)")
     p.add_argument("--host", type=Path, metavar="FILE", help="a saved `verl-setup detect --json`")
@@ -51,6 +54,8 @@ def options_from_args(args: argparse.Namespace) -> Options:
     return Options(
         checks=tuple(args.check),
         prefix=args.prefix,
+        config_prefix=_config_prefix(args),
+        workdir=Path.cwd(),
         ray_address=args.ray_address,
         model_size=args.model_size,
         launch=tuple(launch),
@@ -64,7 +69,8 @@ def run(args: argparse.Namespace, env: Mapping[str, str], out: TextIO) -> int:
     options = options_from_args(args)
     selected(options.checks)  # bad ids are bad input (exit 2), before any probe runs
     host = from_env(args.host, env, "VERL_SETUP_HOST")
-    results = run_checks(make_context(options, env, host))
+    ctx = make_context(options, env, host)
+    results = run_checks(ctx)
     failed = [r.id for r in results if r.status == "fail"]
     session = failed_session(env)
     hint = (
@@ -78,6 +84,12 @@ def run(args: argparse.Namespace, env: Mapping[str, str], out: TextIO) -> int:
         data = {**report_json(results), **({"diagnose_hint": hint} if hint else {})}
         out.write(envelope("doctor", data, error=error))
     else:
-        out.write(report_text(results) + (f"hint: {hint}\n" if hint else ""))
+        out.write(env_line(ctx) + report_text(results) + (f"hint: {hint}\n" if hint else ""))
     out.flush()
     return CheckFailedError.exit_code if failed else 0
+
+
+def _config_prefix(args: argparse.Namespace) -> Path | None:
+    found = getattr(args, "team_config", None)
+    prefix = None if found is None else found.values.get("prefix")
+    return Path(prefix) if prefix else None

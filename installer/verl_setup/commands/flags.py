@@ -132,6 +132,9 @@ def add_artifact_flags(p: argparse.ArgumentParser) -> None:
     g.add_argument("--head-ip", default="127.0.0.1", metavar="ADDR", help="Ray head address")
     g.add_argument("--ray-port", type=whole("port", 65535), default=6379, metavar="PORT")
     g.add_argument("--dashboard-port", type=whole("port", 65535), default=8265, metavar="PORT")
-    g.add_argument("--venv", default=".venv", metavar="PATH", help="venv path in setup-venv.sh")
+    g.add_argument(
+        "--venv", default=".venv", metavar="PATH",
+        help="the venv setup-venv.sh makes and verl.sbatch runs from (relative: to the submit folder)",
+    )  # fmt: skip
     g.add_argument("--namespace", default="default", metavar="NS", help="Kubernetes namespace")
     add_recipe_flags(p)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 from collections.abc import Mapping
 from pathlib import Path
 from typing import TextIO
@@ -99,4 +100,8 @@ def run(args: argparse.Namespace, env: Mapping[str, str], out: TextIO) -> int:
         raise
     if args.json and result is not None:
         out.write(envelope("install", result))
+    elif result is not None and not args.quiet:
+        from verl_setup.environment.next_steps import after_install  # noqa: PLC0415
+
+        sys.stderr.write("".join(f"{line}\n" for line in after_install(Path(result["manifest"]["prefix"]))))
     return 0

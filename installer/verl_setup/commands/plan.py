@@ -16,7 +16,11 @@ from verl_setup.output import envelope
 def add_arguments(p: argparse.ArgumentParser) -> None:
     """The plan flags."""
     p.add_argument("--json", action="store_true", help="machine-readable plan")
-    p.add_argument("--explain", action="store_true", help="show evidence and every rejected row")
+    p.add_argument("--explain", action="store_true", help="the facts, the evidence, and why other rows lost")
+    p.add_argument("--all-rows", action="store_true", help="with --explain: every other row and its reasons")
+    p.add_argument(
+        "--known-issues", action="store_true", help="the selected row's known issues in full, with sources"
+    )
     p.add_argument(
         "--cluster", type=Path, metavar="FILE", help="one row for every node of a cluster file (detect --ray)"
     )
@@ -34,6 +38,11 @@ def run(args: argparse.Namespace, env: Mapping[str, str], out: TextIO) -> int:
     from verl_setup.plan.outlook import outlook, outlook_lines  # noqa: PLC0415
 
     plan = plan_for(args, env)
+    if args.known_issues and not args.json:
+        from verl_setup.plan.explain import known_issues_text  # noqa: PLC0415
+
+        out.write(known_issues_text(plan.row))
+        return 0
     entries = outlook(plan, requests=extension_requests(args), wheel_sources=wheel_sources(args), env=env)
     user = user_packages(args)
     resolved = []
@@ -50,7 +59,7 @@ def run(args: argparse.Namespace, env: Mapping[str, str], out: TextIO) -> int:
         extra = {"with": [r.to_json() for r in resolved]} if resolved else {}
         out.write(envelope("plan", {**plan.to_json(), "extensions": entries, **extra}))
     else:
-        text = plan_text(plan, explain=args.explain)
+        text = plan_text(plan, explain=args.explain or args.all_rows, all_rows=args.all_rows)
         head, _, rest = text.partition("\ninstall    ")
         lines = outlook_lines(entries) + [r.line() for r in resolved]
         if args.explain and getattr(args, "team_config", None) is not None:

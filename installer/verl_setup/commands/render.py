@@ -98,6 +98,10 @@ def run_render(
     """Render; refuse to clobber a changed file without --force (exit 2, naming it)."""
     options = options or options_from_args(args, env or {})
     rendered = render(plan, options)
+    if not args.json:  # what plan warns about holds for the files too (-q keeps warnings)
+        from verl_setup.render.next_steps import render_warnings  # noqa: PLC0415
+
+        sys.stderr.write("".join(f"verl-setup: warning: {w}\n" for w in render_warnings(plan, options)))
     if "uv-project" in options.targets:
         rendered += _uv_lock(args, plan, options, rendered, env or {})
     _usable_out(args.out)
@@ -126,6 +130,13 @@ def run_render(
         raise error
     if not args.dry_run:
         write(files, args.out)
+        if not args.json and not getattr(args, "quiet", False):
+            from verl_setup.render.next_steps import after_render  # noqa: PLC0415
+
+            out.flush()  # the file list first, then what to type
+            sys.stderr.write(
+                "".join(f"{x}\n" for x in after_render(options.targets, args.out, plan, options))
+            )
     return 0
 
 

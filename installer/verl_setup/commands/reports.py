@@ -67,18 +67,16 @@ def accelerator_lines(facts: HostFacts) -> list[str]:
     return lines
 
 
-def plan_text(plan: Plan, *, explain: bool) -> str:
-    """`verl-setup plan` without --json."""
-    row = plan.row
+def plan_text(plan: Plan, *, explain: bool, all_rows: bool = False) -> str:
+    """`verl-setup plan` without --json (--explain: one screen; --all-rows: every row's reasons)."""
+    from verl_setup.plan.explain import evidence_lines, fact_lines, row_lines  # noqa: PLC0415
+
     lines = selected_lines(plan)
     if explain:
-        lines.append("facts used")
-        for name, fact in plan.target.facts_json().items():
-            lines.append(f"  {name:<10} {short(fact['value'])}  <- {fact['source']}")
-        lines.append("evidence")
-        lines += [f"  {key:<28} {text}" for key, text in row.evidence.items()]
+        lines += fact_lines(plan, short)
+        lines += evidence_lines(plan.row)
     lines += [f"warning    {w}" for w in plan.warnings]
-    if explain:
+    if all_rows:
         lines.append("rejected")
         for r in plan.rejected:
             lines.append(f"  {r.id}")
@@ -87,6 +85,8 @@ def plan_text(plan: Plan, *, explain: bool) -> str:
             lines.append(
                 f"not offered {u.engine} {', '.join(u.versions)} for verl {u.verl}: {u.reason} ({u.source})"
             )
+    elif explain:
+        lines += row_lines(plan)
     else:
         lines.append(f"rejected   {len(plan.rejected)} other rows (--explain says why)")
     return "\n".join(lines) + "\n"

@@ -13,16 +13,18 @@ _verl_setup() {
     --backend) opts='fsdp megatron' ;;
     --policy) opts='compat strict forward' ;;
     --prefer) opts='whole order' ;;
+    --gpu) opts='2060 T1000 A100 A30 A800 A40 A10 3090 3070 3060 A2 2050 3050 L40S 4090 4080 L4 4060 H100 H200 H800 H20 GH200 B200 GB200 B100 B300 GB300 5090 5080 5070 5060 5050' ;;
+    --row) opts='verl0.9-vllm0.24.0 verl0.9-sglang0.5.12 verl0.9-vllm0.31.0 verl0.9-sglang0.5.14 verl0.9-vllm0.19.1-cu128 verl0.9-vllm0.24.0-aarch64 verl0.9-sglang0.5.12-aarch64 verl0.8-vllm0.20.2 verl0.9-vllm0.24.0-megatron verl0.8-vllm0.20.2-megatron verl0.8-sglang0.5.12 verl0.7-vllm0.17.0 verl0.7-vllm0.12.0 verl0.7-vllm0.12.0-cu129 verl0.7-sglang0.5.9 verl0.7-sglang0.5.6 verl0.6-vllm0.11.0 verl0.6-vllm0.10.0 verl0.6-sglang0.5.5 verl0.6-sglang0.5.2 verl0.5-vllm0.8.5 verl0.4-vllm0.8.5 verl0.4-sglang0.4.6.post5 cpu verl0.8-vllm-ascend0.18.0rc1 verl0.8-vllm-ascend0.18.0rc1-aarch64' ;;
     --builder) opts='auto buildx buildkit legacy' ;;
     --format) opts='requirements pylock' ;;
     --nvcc) opts='auto host pypi' ;;
-    --check) opts='python cuda ray collective hf-cache gpu-memory memory fit engine-env launch accelerator' ;;
+    --check) opts='python pins cuda ray collective hf-cache gpu-memory memory fit engine-env launch accelerator' ;;
   esac
   if [[ -z $opts ]]; then
     case "$path" in
     '') opts='detect plan matrix render docker install lock bundle verify smoke wheelhouse doctor completion diagnose report -h --help -V --version' ;;
     detect) opts='-h --help --json --ray --slurm --out --force --prefix --python --runtime-env --installed --timeout -v --verbose -q --quiet --no-config' ;;
-    plan) opts='-h --help --json --explain --cluster --host --driver --gpu --sm --gpu-count --no-gpu --npu --cann --rocm --arch --glibc --python --verl --engine --backend --policy --prefer --row --matrix --build --build-flash-attn --wheel-source --without --with --with-requirements --with-editable --keep -v --verbose -q --quiet --no-config' ;;
+    plan) opts='-h --help --json --explain --all-rows --known-issues --cluster --host --driver --gpu --sm --gpu-count --no-gpu --npu --cann --rocm --arch --glibc --python --verl --engine --backend --policy --prefer --row --matrix --build --build-flash-attn --wheel-source --without --with --with-requirements --with-editable --keep -v --verbose -q --quiet --no-config' ;;
     matrix) opts='list show validate prove check propose -h --help' ;;
     'matrix list') opts='-h --help --json --matrix -v --verbose -q --quiet --no-config' ;;
     'matrix show') opts='-h --help --json --matrix -v --verbose -q --quiet --no-config' ;;

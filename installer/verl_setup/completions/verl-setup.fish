@@ -25,10 +25,12 @@ complete -c verl-setup -n '__fish_seen_subcommand_from plan' -s h
 complete -c verl-setup -n '__fish_seen_subcommand_from plan' -l help
 complete -c verl-setup -n '__fish_seen_subcommand_from plan' -l json
 complete -c verl-setup -n '__fish_seen_subcommand_from plan' -l explain
+complete -c verl-setup -n '__fish_seen_subcommand_from plan' -l all-rows
+complete -c verl-setup -n '__fish_seen_subcommand_from plan' -l known-issues
 complete -c verl-setup -n '__fish_seen_subcommand_from plan' -l cluster
 complete -c verl-setup -n '__fish_seen_subcommand_from plan' -l host
 complete -c verl-setup -n '__fish_seen_subcommand_from plan' -l driver
-complete -c verl-setup -n '__fish_seen_subcommand_from plan' -l gpu
+complete -c verl-setup -n '__fish_seen_subcommand_from plan' -l gpu -x -a '2060 T1000 A100 A30 A800 A40 A10 3090 3070 3060 A2 2050 3050 L40S 4090 4080 L4 4060 H100 H200 H800 H20 GH200 B200 GB200 B100 B300 GB300 5090 5080 5070 5060 5050'
 complete -c verl-setup -n '__fish_seen_subcommand_from plan' -l sm
 complete -c verl-setup -n '__fish_seen_subcommand_from plan' -l gpu-count
 complete -c verl-setup -n '__fish_seen_subcommand_from plan' -l no-gpu
@@ -43,7 +45,7 @@ complete -c verl-setup -n '__fish_seen_subcommand_from plan' -l engine -x -a 'vl
 complete -c verl-setup -n '__fish_seen_subcommand_from plan' -l backend -x -a 'fsdp megatron'
 complete -c verl-setup -n '__fish_seen_subcommand_from plan' -l policy -x -a 'compat strict forward'
 complete -c verl-setup -n '__fish_seen_subcommand_from plan' -l prefer -x -a 'whole order'
-complete -c verl-setup -n '__fish_seen_subcommand_from plan' -l row
+complete -c verl-setup -n '__fish_seen_subcommand_from plan' -l row -x -a 'verl0.9-vllm0.24.0 verl0.9-sglang0.5.12 verl0.9-vllm0.31.0 verl0.9-sglang0.5.14 verl0.9-vllm0.19.1-cu128 verl0.9-vllm0.24.0-aarch64 verl0.9-sglang0.5.12-aarch64 verl0.8-vllm0.20.2 verl0.9-vllm0.24.0-megatron verl0.8-vllm0.20.2-megatron verl0.8-sglang0.5.12 verl0.7-vllm0.17.0 verl0.7-vllm0.12.0 verl0.7-vllm0.12.0-cu129 verl0.7-sglang0.5.9 verl0.7-sglang0.5.6 verl0.6-vllm0.11.0 verl0.6-vllm0.10.0 verl0.6-sglang0.5.5 verl0.6-sglang0.5.2 verl0.5-vllm0.8.5 verl0.4-vllm0.8.5 verl0.4-sglang0.4.6.post5 cpu verl0.8-vllm-ascend0.18.0rc1 verl0.8-vllm-ascend0.18.0rc1-aarch64'
 complete -c verl-setup -n '__fish_seen_subcommand_from plan' -l matrix
 complete -c verl-setup -n '__fish_seen_subcommand_from plan' -l build
 complete -c verl-setup -n '__fish_seen_subcommand_from plan' -l build-flash-attn
@@ -147,7 +149,7 @@ complete -c verl-setup -n '__fish_seen_subcommand_from render' -l with-editable
 complete -c verl-setup -n '__fish_seen_subcommand_from render' -l keep
 complete -c verl-setup -n '__fish_seen_subcommand_from render' -l host
 complete -c verl-setup -n '__fish_seen_subcommand_from render' -l driver
-complete -c verl-setup -n '__fish_seen_subcommand_from render' -l gpu
+complete -c verl-setup -n '__fish_seen_subcommand_from render' -l gpu -x -a '2060 T1000 A100 A30 A800 A40 A10 3090 3070 3060 A2 2050 3050 L40S 4090 4080 L4 4060 H100 H200 H800 H20 GH200 B200 GB200 B100 B300 GB300 5090 5080 5070 5060 5050'
 complete -c verl-setup -n '__fish_seen_subcommand_from render' -l sm
 complete -c verl-setup -n '__fish_seen_subcommand_from render' -l gpu-count
 complete -c verl-setup -n '__fish_seen_subcommand_from render' -l no-gpu
@@ -162,7 +164,7 @@ complete -c verl-setup -n '__fish_seen_subcommand_from render' -l engine -x -a '
 complete -c verl-setup -n '__fish_seen_subcommand_from render' -l backend -x -a 'fsdp megatron'
 complete -c verl-setup -n '__fish_seen_subcommand_from render' -l policy -x -a 'compat strict forward'
 complete -c verl-setup -n '__fish_seen_subcommand_from render' -l prefer -x -a 'whole order'
-complete -c verl-setup -n '__fish_seen_subcommand_from render' -l row
+complete -c verl-setup -n '__fish_seen_subcommand_from render' -l row -x -a 'verl0.9-vllm0.24.0 verl0.9-sglang0.5.12 verl0.9-vllm0.31.0 verl0.9-sglang0.5.14 verl0.9-vllm0.19.1-cu128 verl0.9-vllm0.24.0-aarch64 verl0.9-sglang0.5.12-aarch64 verl0.8-vllm0.20.2 verl0.9-vllm0.24.0-megatron verl0.8-vllm0.20.2-megatron verl0.8-sglang0.5.12 verl0.7-vllm0.17.0 verl0.7-vllm0.12.0 verl0.7-vllm0.12.0-cu129 verl0.7-sglang0.5.9 verl0.7-sglang0.5.6 verl0.6-vllm0.11.0 verl0.6-vllm0.10.0 verl0.6-sglang0.5.5 verl0.6-sglang0.5.2 verl0.5-vllm0.8.5 verl0.4-vllm0.8.5 verl0.4-sglang0.4.6.post5 cpu verl0.8-vllm-ascend0.18.0rc1 verl0.8-vllm-ascend0.18.0rc1-aarch64'
 complete -c verl-setup -n '__fish_seen_subcommand_from render' -l matrix
 complete -c verl-setup -n '__fish_seen_subcommand_from render' -s v
 complete -c verl-setup -n '__fish_seen_subcommand_from render' -l verbose
@@ -203,7 +205,7 @@ complete -c verl-setup -n '__fish_seen_subcommand_from build' -l with-editable
 complete -c verl-setup -n '__fish_seen_subcommand_from build' -l keep
 complete -c verl-setup -n '__fish_seen_subcommand_from build' -l host
 complete -c verl-setup -n '__fish_seen_subcommand_from build' -l driver
-complete -c verl-setup -n '__fish_seen_subcommand_from build' -l gpu
+complete -c verl-setup -n '__fish_seen_subcommand_from build' -l gpu -x -a '2060 T1000 A100 A30 A800 A40 A10 3090 3070 3060 A2 2050 3050 L40S 4090 4080 L4 4060 H100 H200 H800 H20 GH200 B200 GB200 B100 B300 GB300 5090 5080 5070 5060 5050'
 complete -c verl-setup -n '__fish_seen_subcommand_from build' -l sm
 complete -c verl-setup -n '__fish_seen_subcommand_from build' -l gpu-count
 complete -c verl-setup -n '__fish_seen_subcommand_from build' -l no-gpu
@@ -218,7 +220,7 @@ complete -c verl-setup -n '__fish_seen_subcommand_from build' -l engine -x -a 'v
 complete -c verl-setup -n '__fish_seen_subcommand_from build' -l backend -x -a 'fsdp megatron'
 complete -c verl-setup -n '__fish_seen_subcommand_from build' -l policy -x -a 'compat strict forward'
 complete -c verl-setup -n '__fish_seen_subcommand_from build' -l prefer -x -a 'whole order'
-complete -c verl-setup -n '__fish_seen_subcommand_from build' -l row
+complete -c verl-setup -n '__fish_seen_subcommand_from build' -l row -x -a 'verl0.9-vllm0.24.0 verl0.9-sglang0.5.12 verl0.9-vllm0.31.0 verl0.9-sglang0.5.14 verl0.9-vllm0.19.1-cu128 verl0.9-vllm0.24.0-aarch64 verl0.9-sglang0.5.12-aarch64 verl0.8-vllm0.20.2 verl0.9-vllm0.24.0-megatron verl0.8-vllm0.20.2-megatron verl0.8-sglang0.5.12 verl0.7-vllm0.17.0 verl0.7-vllm0.12.0 verl0.7-vllm0.12.0-cu129 verl0.7-sglang0.5.9 verl0.7-sglang0.5.6 verl0.6-vllm0.11.0 verl0.6-vllm0.10.0 verl0.6-sglang0.5.5 verl0.6-sglang0.5.2 verl0.5-vllm0.8.5 verl0.4-vllm0.8.5 verl0.4-sglang0.4.6.post5 cpu verl0.8-vllm-ascend0.18.0rc1 verl0.8-vllm-ascend0.18.0rc1-aarch64'
 complete -c verl-setup -n '__fish_seen_subcommand_from build' -l matrix
 complete -c verl-setup -n '__fish_seen_subcommand_from build' -s v
 complete -c verl-setup -n '__fish_seen_subcommand_from build' -l verbose
@@ -253,7 +255,7 @@ complete -c verl-setup -n '__fish_seen_subcommand_from install' -l with-editable
 complete -c verl-setup -n '__fish_seen_subcommand_from install' -l keep
 complete -c verl-setup -n '__fish_seen_subcommand_from install' -l host
 complete -c verl-setup -n '__fish_seen_subcommand_from install' -l driver
-complete -c verl-setup -n '__fish_seen_subcommand_from install' -l gpu
+complete -c verl-setup -n '__fish_seen_subcommand_from install' -l gpu -x -a '2060 T1000 A100 A30 A800 A40 A10 3090 3070 3060 A2 2050 3050 L40S 4090 4080 L4 4060 H100 H200 H800 H20 GH200 B200 GB200 B100 B300 GB300 5090 5080 5070 5060 5050'
 complete -c verl-setup -n '__fish_seen_subcommand_from install' -l sm
 complete -c verl-setup -n '__fish_seen_subcommand_from install' -l gpu-count
 complete -c verl-setup -n '__fish_seen_subcommand_from install' -l no-gpu
@@ -268,7 +270,7 @@ complete -c verl-setup -n '__fish_seen_subcommand_from install' -l engine -x -a 
 complete -c verl-setup -n '__fish_seen_subcommand_from install' -l backend -x -a 'fsdp megatron'
 complete -c verl-setup -n '__fish_seen_subcommand_from install' -l policy -x -a 'compat strict forward'
 complete -c verl-setup -n '__fish_seen_subcommand_from install' -l prefer -x -a 'whole order'
-complete -c verl-setup -n '__fish_seen_subcommand_from install' -l row
+complete -c verl-setup -n '__fish_seen_subcommand_from install' -l row -x -a 'verl0.9-vllm0.24.0 verl0.9-sglang0.5.12 verl0.9-vllm0.31.0 verl0.9-sglang0.5.14 verl0.9-vllm0.19.1-cu128 verl0.9-vllm0.24.0-aarch64 verl0.9-sglang0.5.12-aarch64 verl0.8-vllm0.20.2 verl0.9-vllm0.24.0-megatron verl0.8-vllm0.20.2-megatron verl0.8-sglang0.5.12 verl0.7-vllm0.17.0 verl0.7-vllm0.12.0 verl0.7-vllm0.12.0-cu129 verl0.7-sglang0.5.9 verl0.7-sglang0.5.6 verl0.6-vllm0.11.0 verl0.6-vllm0.10.0 verl0.6-sglang0.5.5 verl0.6-sglang0.5.2 verl0.5-vllm0.8.5 verl0.4-vllm0.8.5 verl0.4-sglang0.4.6.post5 cpu verl0.8-vllm-ascend0.18.0rc1 verl0.8-vllm-ascend0.18.0rc1-aarch64'
 complete -c verl-setup -n '__fish_seen_subcommand_from install' -l matrix
 complete -c verl-setup -n '__fish_seen_subcommand_from install' -s v
 complete -c verl-setup -n '__fish_seen_subcommand_from install' -l verbose
@@ -290,7 +292,7 @@ complete -c verl-setup -n '__fish_seen_subcommand_from lock' -l with-editable
 complete -c verl-setup -n '__fish_seen_subcommand_from lock' -l keep
 complete -c verl-setup -n '__fish_seen_subcommand_from lock' -l host
 complete -c verl-setup -n '__fish_seen_subcommand_from lock' -l driver
-complete -c verl-setup -n '__fish_seen_subcommand_from lock' -l gpu
+complete -c verl-setup -n '__fish_seen_subcommand_from lock' -l gpu -x -a '2060 T1000 A100 A30 A800 A40 A10 3090 3070 3060 A2 2050 3050 L40S 4090 4080 L4 4060 H100 H200 H800 H20 GH200 B200 GB200 B100 B300 GB300 5090 5080 5070 5060 5050'
 complete -c verl-setup -n '__fish_seen_subcommand_from lock' -l sm
 complete -c verl-setup -n '__fish_seen_subcommand_from lock' -l gpu-count
 complete -c verl-setup -n '__fish_seen_subcommand_from lock' -l no-gpu
@@ -305,7 +307,7 @@ complete -c verl-setup -n '__fish_seen_subcommand_from lock' -l engine -x -a 'vl
 complete -c verl-setup -n '__fish_seen_subcommand_from lock' -l backend -x -a 'fsdp megatron'
 complete -c verl-setup -n '__fish_seen_subcommand_from lock' -l policy -x -a 'compat strict forward'
 complete -c verl-setup -n '__fish_seen_subcommand_from lock' -l prefer -x -a 'whole order'
-complete -c verl-setup -n '__fish_seen_subcommand_from lock' -l row
+complete -c verl-setup -n '__fish_seen_subcommand_from lock' -l row -x -a 'verl0.9-vllm0.24.0 verl0.9-sglang0.5.12 verl0.9-vllm0.31.0 verl0.9-sglang0.5.14 verl0.9-vllm0.19.1-cu128 verl0.9-vllm0.24.0-aarch64 verl0.9-sglang0.5.12-aarch64 verl0.8-vllm0.20.2 verl0.9-vllm0.24.0-megatron verl0.8-vllm0.20.2-megatron verl0.8-sglang0.5.12 verl0.7-vllm0.17.0 verl0.7-vllm0.12.0 verl0.7-vllm0.12.0-cu129 verl0.7-sglang0.5.9 verl0.7-sglang0.5.6 verl0.6-vllm0.11.0 verl0.6-vllm0.10.0 verl0.6-sglang0.5.5 verl0.6-sglang0.5.2 verl0.5-vllm0.8.5 verl0.4-vllm0.8.5 verl0.4-sglang0.4.6.post5 cpu verl0.8-vllm-ascend0.18.0rc1 verl0.8-vllm-ascend0.18.0rc1-aarch64'
 complete -c verl-setup -n '__fish_seen_subcommand_from lock' -l matrix
 complete -c verl-setup -n '__fish_seen_subcommand_from lock' -s v
 complete -c verl-setup -n '__fish_seen_subcommand_from lock' -l verbose
@@ -329,7 +331,7 @@ complete -c verl-setup -n '__fish_seen_subcommand_from bundle' -l with-editable
 complete -c verl-setup -n '__fish_seen_subcommand_from bundle' -l keep
 complete -c verl-setup -n '__fish_seen_subcommand_from bundle' -l host
 complete -c verl-setup -n '__fish_seen_subcommand_from bundle' -l driver
-complete -c verl-setup -n '__fish_seen_subcommand_from bundle' -l gpu
+complete -c verl-setup -n '__fish_seen_subcommand_from bundle' -l gpu -x -a '2060 T1000 A100 A30 A800 A40 A10 3090 3070 3060 A2 2050 3050 L40S 4090 4080 L4 4060 H100 H200 H800 H20 GH200 B200 GB200 B100 B300 GB300 5090 5080 5070 5060 5050'
 complete -c verl-setup -n '__fish_seen_subcommand_from bundle' -l sm
 complete -c verl-setup -n '__fish_seen_subcommand_from bundle' -l gpu-count
 complete -c verl-setup -n '__fish_seen_subcommand_from bundle' -l no-gpu
@@ -344,7 +346,7 @@ complete -c verl-setup -n '__fish_seen_subcommand_from bundle' -l engine -x -a '
 complete -c verl-setup -n '__fish_seen_subcommand_from bundle' -l backend -x -a 'fsdp megatron'
 complete -c verl-setup -n '__fish_seen_subcommand_from bundle' -l policy -x -a 'compat strict forward'
 complete -c verl-setup -n '__fish_seen_subcommand_from bundle' -l prefer -x -a 'whole order'
-complete -c verl-setup -n '__fish_seen_subcommand_from bundle' -l row
+complete -c verl-setup -n '__fish_seen_subcommand_from bundle' -l row -x -a 'verl0.9-vllm0.24.0 verl0.9-sglang0.5.12 verl0.9-vllm0.31.0 verl0.9-sglang0.5.14 verl0.9-vllm0.19.1-cu128 verl0.9-vllm0.24.0-aarch64 verl0.9-sglang0.5.12-aarch64 verl0.8-vllm0.20.2 verl0.9-vllm0.24.0-megatron verl0.8-vllm0.20.2-megatron verl0.8-sglang0.5.12 verl0.7-vllm0.17.0 verl0.7-vllm0.12.0 verl0.7-vllm0.12.0-cu129 verl0.7-sglang0.5.9 verl0.7-sglang0.5.6 verl0.6-vllm0.11.0 verl0.6-vllm0.10.0 verl0.6-sglang0.5.5 verl0.6-sglang0.5.2 verl0.5-vllm0.8.5 verl0.4-vllm0.8.5 verl0.4-sglang0.4.6.post5 cpu verl0.8-vllm-ascend0.18.0rc1 verl0.8-vllm-ascend0.18.0rc1-aarch64'
 complete -c verl-setup -n '__fish_seen_subcommand_from bundle' -l matrix
 complete -c verl-setup -n '__fish_seen_subcommand_from bundle' -s v
 complete -c verl-setup -n '__fish_seen_subcommand_from bundle' -l verbose
@@ -356,7 +358,7 @@ complete -c verl-setup -n '__fish_seen_subcommand_from verify' -l help
 complete -c verl-setup -n '__fish_seen_subcommand_from verify' -l prefix
 complete -c verl-setup -n '__fish_seen_subcommand_from verify' -l python
 complete -c verl-setup -n '__fish_seen_subcommand_from verify' -l lock
-complete -c verl-setup -n '__fish_seen_subcommand_from verify' -l row
+complete -c verl-setup -n '__fish_seen_subcommand_from verify' -l row -x -a 'verl0.9-vllm0.24.0 verl0.9-sglang0.5.12 verl0.9-vllm0.31.0 verl0.9-sglang0.5.14 verl0.9-vllm0.19.1-cu128 verl0.9-vllm0.24.0-aarch64 verl0.9-sglang0.5.12-aarch64 verl0.8-vllm0.20.2 verl0.9-vllm0.24.0-megatron verl0.8-vllm0.20.2-megatron verl0.8-sglang0.5.12 verl0.7-vllm0.17.0 verl0.7-vllm0.12.0 verl0.7-vllm0.12.0-cu129 verl0.7-sglang0.5.9 verl0.7-sglang0.5.6 verl0.6-vllm0.11.0 verl0.6-vllm0.10.0 verl0.6-sglang0.5.5 verl0.6-sglang0.5.2 verl0.5-vllm0.8.5 verl0.4-vllm0.8.5 verl0.4-sglang0.4.6.post5 cpu verl0.8-vllm-ascend0.18.0rc1 verl0.8-vllm-ascend0.18.0rc1-aarch64'
 complete -c verl-setup -n '__fish_seen_subcommand_from verify' -l matrix
 complete -c verl-setup -n '__fish_seen_subcommand_from verify' -l ray
 complete -c verl-setup -n '__fish_seen_subcommand_from verify' -l timeout
@@ -396,7 +398,7 @@ complete -c verl-setup -n '__fish_seen_subcommand_from build' -l keep-scratch
 complete -c verl-setup -n '__fish_seen_subcommand_from build' -l json
 complete -c verl-setup -n '__fish_seen_subcommand_from build' -l host
 complete -c verl-setup -n '__fish_seen_subcommand_from build' -l driver
-complete -c verl-setup -n '__fish_seen_subcommand_from build' -l gpu
+complete -c verl-setup -n '__fish_seen_subcommand_from build' -l gpu -x -a '2060 T1000 A100 A30 A800 A40 A10 3090 3070 3060 A2 2050 3050 L40S 4090 4080 L4 4060 H100 H200 H800 H20 GH200 B200 GB200 B100 B300 GB300 5090 5080 5070 5060 5050'
 complete -c verl-setup -n '__fish_seen_subcommand_from build' -l sm
 complete -c verl-setup -n '__fish_seen_subcommand_from build' -l gpu-count
 complete -c verl-setup -n '__fish_seen_subcommand_from build' -l no-gpu
@@ -411,7 +413,7 @@ complete -c verl-setup -n '__fish_seen_subcommand_from build' -l engine -x -a 'v
 complete -c verl-setup -n '__fish_seen_subcommand_from build' -l backend -x -a 'fsdp megatron'
 complete -c verl-setup -n '__fish_seen_subcommand_from build' -l policy -x -a 'compat strict forward'
 complete -c verl-setup -n '__fish_seen_subcommand_from build' -l prefer -x -a 'whole order'
-complete -c verl-setup -n '__fish_seen_subcommand_from build' -l row
+complete -c verl-setup -n '__fish_seen_subcommand_from build' -l row -x -a 'verl0.9-vllm0.24.0 verl0.9-sglang0.5.12 verl0.9-vllm0.31.0 verl0.9-sglang0.5.14 verl0.9-vllm0.19.1-cu128 verl0.9-vllm0.24.0-aarch64 verl0.9-sglang0.5.12-aarch64 verl0.8-vllm0.20.2 verl0.9-vllm0.24.0-megatron verl0.8-vllm0.20.2-megatron verl0.8-sglang0.5.12 verl0.7-vllm0.17.0 verl0.7-vllm0.12.0 verl0.7-vllm0.12.0-cu129 verl0.7-sglang0.5.9 verl0.7-sglang0.5.6 verl0.6-vllm0.11.0 verl0.6-vllm0.10.0 verl0.6-sglang0.5.5 verl0.6-sglang0.5.2 verl0.5-vllm0.8.5 verl0.4-vllm0.8.5 verl0.4-sglang0.4.6.post5 cpu verl0.8-vllm-ascend0.18.0rc1 verl0.8-vllm-ascend0.18.0rc1-aarch64'
 complete -c verl-setup -n '__fish_seen_subcommand_from build' -l matrix
 complete -c verl-setup -n '__fish_seen_subcommand_from build' -s v
 complete -c verl-setup -n '__fish_seen_subcommand_from build' -l verbose
@@ -430,7 +432,7 @@ complete -c verl-setup -n '__fish_seen_subcommand_from list' -l no-config
 complete -c verl-setup -n '__fish_seen_subcommand_from doctor' -s h
 complete -c verl-setup -n '__fish_seen_subcommand_from doctor' -l help
 complete -c verl-setup -n '__fish_seen_subcommand_from doctor' -l json
-complete -c verl-setup -n '__fish_seen_subcommand_from doctor' -l check -x -a 'python cuda ray collective hf-cache gpu-memory memory fit engine-env launch accelerator'
+complete -c verl-setup -n '__fish_seen_subcommand_from doctor' -l check -x -a 'python pins cuda ray collective hf-cache gpu-memory memory fit engine-env launch accelerator'
 complete -c verl-setup -n '__fish_seen_subcommand_from doctor' -l prefix
 complete -c verl-setup -n '__fish_seen_subcommand_from doctor' -l ray-address
 complete -c verl-setup -n '__fish_seen_subcommand_from doctor' -l model-size
@@ -464,12 +466,12 @@ complete -c verl-setup -n '__fish_seen_subcommand_from report' -s h
 complete -c verl-setup -n '__fish_seen_subcommand_from report' -l help
 complete -c verl-setup -n '__fish_seen_subcommand_from report' -l prefix
 complete -c verl-setup -n '__fish_seen_subcommand_from report' -l log
-complete -c verl-setup -n '__fish_seen_subcommand_from report' -l check -x -a 'python cuda ray collective hf-cache gpu-memory memory fit engine-env launch accelerator'
+complete -c verl-setup -n '__fish_seen_subcommand_from report' -l check -x -a 'python pins cuda ray collective hf-cache gpu-memory memory fit engine-env launch accelerator'
 complete -c verl-setup -n '__fish_seen_subcommand_from report' -l imports
 complete -c verl-setup -n '__fish_seen_subcommand_from report' -l mask-home
 complete -c verl-setup -n '__fish_seen_subcommand_from report' -l host
 complete -c verl-setup -n '__fish_seen_subcommand_from report' -l driver
-complete -c verl-setup -n '__fish_seen_subcommand_from report' -l gpu
+complete -c verl-setup -n '__fish_seen_subcommand_from report' -l gpu -x -a '2060 T1000 A100 A30 A800 A40 A10 3090 3070 3060 A2 2050 3050 L40S 4090 4080 L4 4060 H100 H200 H800 H20 GH200 B200 GB200 B100 B300 GB300 5090 5080 5070 5060 5050'
 complete -c verl-setup -n '__fish_seen_subcommand_from report' -l sm
 complete -c verl-setup -n '__fish_seen_subcommand_from report' -l gpu-count
 complete -c verl-setup -n '__fish_seen_subcommand_from report' -l no-gpu
@@ -484,7 +486,7 @@ complete -c verl-setup -n '__fish_seen_subcommand_from report' -l engine -x -a '
 complete -c verl-setup -n '__fish_seen_subcommand_from report' -l backend -x -a 'fsdp megatron'
 complete -c verl-setup -n '__fish_seen_subcommand_from report' -l policy -x -a 'compat strict forward'
 complete -c verl-setup -n '__fish_seen_subcommand_from report' -l prefer -x -a 'whole order'
-complete -c verl-setup -n '__fish_seen_subcommand_from report' -l row
+complete -c verl-setup -n '__fish_seen_subcommand_from report' -l row -x -a 'verl0.9-vllm0.24.0 verl0.9-sglang0.5.12 verl0.9-vllm0.31.0 verl0.9-sglang0.5.14 verl0.9-vllm0.19.1-cu128 verl0.9-vllm0.24.0-aarch64 verl0.9-sglang0.5.12-aarch64 verl0.8-vllm0.20.2 verl0.9-vllm0.24.0-megatron verl0.8-vllm0.20.2-megatron verl0.8-sglang0.5.12 verl0.7-vllm0.17.0 verl0.7-vllm0.12.0 verl0.7-vllm0.12.0-cu129 verl0.7-sglang0.5.9 verl0.7-sglang0.5.6 verl0.6-vllm0.11.0 verl0.6-vllm0.10.0 verl0.6-sglang0.5.5 verl0.6-sglang0.5.2 verl0.5-vllm0.8.5 verl0.4-vllm0.8.5 verl0.4-sglang0.4.6.post5 cpu verl0.8-vllm-ascend0.18.0rc1 verl0.8-vllm-ascend0.18.0rc1-aarch64'
 complete -c verl-setup -n '__fish_seen_subcommand_from report' -l matrix
 complete -c verl-setup -n '__fish_seen_subcommand_from report' -s v
 complete -c verl-setup -n '__fish_seen_subcommand_from report' -l verbose

@@ -62,6 +62,7 @@ def hydra(hits: Sequence[Hit]) -> Finding:
 
 _MODULE = re.compile(r"No module named '(?P<module>[^']+)'")
 _SYMBOL = re.compile(r"undefined symbol: (?P<symbol>\S+)")
+_ATN = re.compile(r"Could not deserialize ATN with version \d+ \(expected \d+\)")
 
 
 def import_error(hits: Sequence[Hit]) -> Finding:
@@ -73,14 +74,21 @@ def import_error(hits: Sequence[Hit]) -> Finding:
     if m := _MODULE.search(text):
         facts["module"] = m["module"]
         summary = f"Python could not import {m['module']!r}"
+    elif a := _ATN.search(text):
+        facts["antlr4"] = a[0]
+        summary = (
+            "an import failed because a package moved after install: antlr4-python3-runtime is not the "
+            f"version omegaconf/hydra's parser was generated for ({a[0]})"
+        )
     elif s := _SYMBOL.search(text):
         facts["symbol"] = s["symbol"][:120]
         summary = "a compiled extension does not load (undefined symbol: built against another torch)"
     else:
         summary = "an import failed: " + text.strip()[:200]
     remedy = (
-        "`verl-setup verify` would have caught this before launch: it imports verl, the engine and the "
-        "compiled extensions in the target environment (with --ray-address, on every Ray node)",
+        "`verl-setup verify --prefix ENV` names what changed since install (a moved pin, a missing "
+        "package) and imports verl, the engine and the compiled extensions in that environment (with "
+        "--ray-address, on every Ray node); `verl-setup doctor` checks the pins in a second",
         "install the row's exact pins (`verl-setup install`) rather than adding packages by hand",
     )
     return Finding(
@@ -107,7 +115,7 @@ def explain(
     if cls == "cuda-oom":
         return cuda_oom(hits, (context or {}).get("launch-line", ()))
     if cls == "nccl-timeout":
-        return nccl_timeout(hits, as_verdict=as_verdict)
+        return nccl_timeout(hits, as_verdict=as_verdict, launch=(context or {}).get("launch-line", ()))
     if cls == "worker-died":
         return worker_died(hits, session_logs, as_verdict=as_verdict)
     finding = simple[cls](hits)

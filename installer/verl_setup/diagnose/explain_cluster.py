@@ -7,6 +7,7 @@ from collections.abc import Sequence
 
 from verl_setup.diagnose.finding import Evidence, Finding, evidence_of, near
 from verl_setup.diagnose.scan import Hit
+from verl_setup.diagnose.silent_ranks import never_reported
 from verl_setup.diagnose.workers import last_traceback
 from verl_setup.doctor.checks.memory import cgroup_limit
 from verl_setup.doctor.probes.nccl_log import address_kind
@@ -33,7 +34,7 @@ def _rank(line: str) -> int | None:
     return int(m[1]) if m else None
 
 
-def nccl_timeout(hits: Sequence[Hit], *, as_verdict: bool) -> Finding:
+def nccl_timeout(hits: Sequence[Hit], *, as_verdict: bool, launch: Sequence[Hit] = ()) -> Finding:
     """An NCCL watchdog timeout: OpType, Numel, which ranks reported it and which did not."""
     facts: dict[str, str] = {}
     reported: set[int] = set()
@@ -92,7 +93,12 @@ def nccl_timeout(hits: Sequence[Hit], *, as_verdict: bool) -> Finding:
             cls="nccl-timeout", tier=1, summary=summary, evidence=evidence_of(hits), remedy=remedy,
             facts=facts,
         )  # fmt: skip
+    absent = never_reported(seen, launch)  # the launch's ranks no line names (another node)
+    if absent is not None:
+        summary += absent[0]
+        facts["ranks_never_reported"] = absent[0].split(" ")[2]
     remedy = (
+        *((absent[1],) if absent else ()),
         *(("no rank's own failure (an OOM, a traceback) was found in what was read: add that rank's "
            "worker log if you have it",) if as_verdict else ()),
         "time the link before launch with `verl-setup doctor --check collective --bucket-numel "

@@ -8,6 +8,7 @@ from collections.abc import Sequence
 
 from verl_setup.diagnose.finding import Finding, evidence_of, near
 from verl_setup.diagnose.launch import launch_values
+from verl_setup.diagnose.oom_fragments import fragmentation_remedy
 from verl_setup.diagnose.oom_plan import plan_lines
 from verl_setup.diagnose.scan import Hit
 
@@ -180,6 +181,7 @@ def cuda_oom(hits: Sequence[Hit], launch: Sequence[Hit] = ()) -> Finding:
         f": it asked for {facts['want']} on GPU {facts['gpu']} ({facts['total']} total"
         + (f", {facts['free']} free" if "free" in facts else "")
         + (f", {facts['torch']} held by PyTorch" if "torch" in facts else "")
+        + (f", {facts['reserved']} reserved but unallocated" if "reserved" in facts else "")
         + ")"
         if "want" in facts
         else ""
@@ -221,6 +223,9 @@ def cuda_oom(hits: Sequence[Hit], launch: Sequence[Hit] = ()) -> Finding:
             planned, plan_facts = plan_lines(values, facts.get("total"))
             facts.update(plan_facts)
             remedy = (*planned, *remedy)
+    fragments = fragmentation_remedy(facts)
+    if fragments is not None:
+        remedy = (fragments[0], *remedy) if fragments[1] else (*remedy, fragments[0])
     label = {"trainer": "in the trainer (FSDP/Megatron)", "rollout": "in the rollout engine"}.get(
         where, "(the traceback does not say whether trainer or rollout)"
     )

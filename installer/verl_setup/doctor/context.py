@@ -36,6 +36,8 @@ class Options:
 
     checks: tuple[str, ...] = ()
     prefix: Path | None = None
+    config_prefix: Path | None = None  # the team config's `prefix` (below VIRTUAL_ENV)
+    workdir: Path | None = None  # whose .venv counts (the command's working folder)
     ray_address: str | None = None
     model_size: str | None = None
     launch: tuple[str, ...] = ()
@@ -66,9 +68,15 @@ class Context:
     @cached_property
     def target(self) -> tuple[TargetEnv | None, str]:
         """The env a launch would run in, or why there is none."""
-        chosen = choose_python(self.options.prefix, self.env)
+        chosen = choose_python(
+            self.options.prefix, self.env, self.options.config_prefix, self.options.workdir
+        )
         if chosen is None:
-            return None, "no Python env: no --prefix, VIRTUAL_ENV, CONDA_PREFIX or python3 on PATH"
+            return (
+                None,
+                "no Python env: no --prefix, VIRTUAL_ENV, team config prefix, ./.venv, CONDA_PREFIX "
+                "or python3 on PATH",
+            )
         python, source = chosen
         found = probe_env(python, source, self.env)
         if found is None:

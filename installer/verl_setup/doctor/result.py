@@ -4,7 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
+
+if TYPE_CHECKING:
+    from verl_setup.doctor.context import Context
 
 Status = Literal["pass", "warn", "fail", "skip"]
 _RANK: dict[Status, int] = {"skip": 0, "pass": 1, "warn": 2, "fail": 3}
@@ -116,3 +119,11 @@ def report_text(results: Sequence[CheckResult]) -> str:
     noun = "check" if len(results) == 1 else "checks"
     lines.append(f"doctor: {len(results)} {noun}: " + ", ".join(f"{n} {s}" for s, n in counts.items() if n))
     return "\n".join(lines) + "\n"
+
+
+def env_line(ctx: Context) -> str:
+    """The report's first line: which environment the checks looked at, and why that one."""
+    target, why = ctx.target
+    if target is None:
+        return f"doctor: no environment to check ({why})\n"
+    return f"doctor: checking {target.prefix} (Python {target.version}, {target.source})\n"

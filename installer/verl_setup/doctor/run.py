@@ -15,6 +15,7 @@ from verl_setup.doctor.checks.hf_cache import check_hf_cache
 from verl_setup.doctor.checks.launch import check_launch
 from verl_setup.doctor.checks.memory import check_memory
 from verl_setup.doctor.checks.memory.fit import check_fit
+from verl_setup.doctor.checks.pins import check_pins
 from verl_setup.doctor.checks.python import check_python
 from verl_setup.doctor.checks.ray import check_ray
 from verl_setup.doctor.context import Context, Options
@@ -30,6 +31,7 @@ Check = Callable[[Context], CheckResult]
 # In report order.
 CHECKS: dict[str, Check] = {
     "python": check_python,
+    "pins": check_pins,  # verify's pin check, no import probe (issue 32)
     "cuda": check_cuda,
     "ray": check_ray,
     "collective": check_collective,

@@ -56,7 +56,7 @@ _KEYS = (
     "uv",
 )
 # Format 4: the plain commands that install the lock (the file's own name left to the reader).
-_INSTALL_KEYS = ("install-uv", "install-pip")
+_INSTALL_KEYS = ("create-env", "install-uv", "install-pip")
 # Written only when the row builds more than flash-attn against torch ("name=mode version, ..."),
 # and when the recipe installs something after the locked wheels (`then`: each command, "; ").
 # with, local, git: the user's packages (environment/user_lock.py)
@@ -139,18 +139,22 @@ class Lock:
 def render(fields: Mapping[str, str], body: str) -> str:
     """The lock text: header, then the body (options, uv's output unchanged), sealed by the
     header's last line. `fields` without the install lines gets them from its index-url."""
-    fields = {**install_lines(None if fields["index-url"] == "default" else fields["index-url"]), **fields}
+    index = None if fields["index-url"] == "default" else fields["index-url"]
+    fields = {**install_lines(index, fields["python"]), **fields}
     keys = (*_INSTALL_KEYS, *_KEYS, *(k for k in _OPTIONAL_KEYS if k in fields))
     header = "".join(f"{line}\n" for line in (FORMAT_LINE, *(f"# {key}: {fields[key]}" for key in keys)))
     return f"{header}# {SEAL}: {_digest(header + body)}\n{body}"
 
 
-def install_lines(index_url: str | None) -> dict[str, str]:
+def install_lines(index_url: str | None, python: str) -> dict[str, str]:
     """The header's plain install commands. uv takes the row's index from the body, but by default
     only the first index that has a package at all (PyTorch's also serves numpy, at other versions),
     so it needs the strategy verl-setup gives it; pip weighs every index alike."""
     strategy = " --index-strategy unsafe-best-match" if index_url else ""
+    from verl_setup.environment.lock_howto import create_env  # noqa: PLC0415
+
     return {
+        "create-env": create_env(python),
         "install-uv": f"uv pip sync{strategy} <this file>",
         "install-pip": f"pip install --no-deps -r <this file> (pip {OLDEST_PIP} or newer)",
     }

@@ -55,6 +55,9 @@ def render_pylock(fields: Mapping[str, str], body: str) -> str:
         f"format = {FORMAT}",
         *(f"{key} = {_toml_string(value)}" for key, value in fields.items()),
     ]
+    from verl_setup.environment.lock_howto import pylock_head, with_python_bound  # noqa: PLC0415
+
+    body = pylock_head(fields) + with_python_bound(body, fields["python"])
     text = body.rstrip("\n") + "\n\n" + "\n".join(table) + "\n"
     return f'{text}sha256 = "{hashlib.sha256(text.encode()).hexdigest()}"\n'
 

@@ -26,7 +26,7 @@ from verl_setup.errors import BadInputError, InstallError
 from verl_setup.matrix.schema import ExtensionFacts
 from verl_setup.matrix.wheel_seen import load_seen, wheel_key, world_of
 from verl_setup.plan.build_host import build_jobs
-from verl_setup.plan.refusal import refusal, without_reason
+from verl_setup.plan.refusal import refusal, unreachable_refusal, without_reason
 from verl_setup.plan.select import Plan
 from verl_setup.plan.steps import ExtensionPlan, Recipe
 from verl_setup.plan.wheel_sources import Candidate, replaced, torch_in_name, torch_minor
@@ -35,10 +35,14 @@ from verl_setup.util import web
 from verl_setup.util.bounded import BoundError, loads_json, one_line
 from verl_setup.util.versions import minor_of
 
-DEADLINE_S = 60.0  # one page or manifest, headers and body together
-SOURCE_DEADLINE_S = 180.0  # one source's every page and manifest
+# A hung index costs seconds, not minutes: one page or manifest (headers and body together), one
+# source's pages and manifests; a host found down is not asked again in this run (_down).
+DEADLINE_S = 10.0
+SOURCE_DEADLINE_S = 60.0
 WHEEL_DEADLINE_S = 1800.0  # one wheel's bytes (flash-attn's are about 250 MB)
 MAX_PAGE = 4 * 2**20
+UNREACHABLE = "unreachable"  # the word pick's reason carries for refusal.py
+_down: dict[str, str] = {}  # netloc -> why, for this process
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -70,10 +74,16 @@ def _read(url: str, deadline_s: float = DEADLINE_S) -> tuple[bytes, str]:
     if parts.scheme == "file":
         with Path(unquote(parts.path)).open("rb") as handle:
             return handle.read(MAX_PAGE), url
+    host = parts.netloc
+    if host in _down:
+        raise OSError(_down[host])
     try:
         return web.read(url, limit=MAX_PAGE, deadline_s=deadline_s)
     except web.NotFoundError as exc:  # no such page: the index does not hold that project
         raise FileNotFoundError(str(exc)) from exc
+    except OSError as exc:
+        _down[host] = str(exc)
+        raise
 
 
 def wheel_links(index_url: str, name: str) -> list[str]:
@@ -174,7 +184,8 @@ def pick(candidate: Candidate, ext: ExtensionPlan, plan: Plan) -> tuple[Picked |
                 continue  # the index has no page for the whole project: look for the package's own
             links = []  # no page for the package (HTTP 404): the source has no such wheel
         except OSError as exc:
-            return None, f"{candidate.source}: unreachable ({one_line(web.shown(str(exc)), 160)})"
+            where = web.shown(candidate.index_url)
+            return None, f"{candidate.source}: {UNREACHABLE} ({where}: {one_line(web.shown(str(exc)), 120)})"
         for link in links:
             url, _, fragment = link.partition("#")
             filename = unquote(url.rsplit("/", 1)[-1])
@@ -272,7 +283,8 @@ def resolve_wheels(plan: Plan, recipe: Recipe, say: Callable[[str], None]) -> Re
             break
         else:
             raise InstallError(
-                refusal(
+                unreachable_refusal(why_not, ext.name)
+                or refusal(
                     plan.row,
                     ext.name,
                     facts[ext.name],

@@ -46,3 +46,19 @@ def without_reason(facts: ExtensionFacts | None, verl_version: str) -> str:
             if key in facts.without:
                 return facts.without[key]
     return "the matrix does not say what this verl line does without it"
+
+
+def unreachable_refusal(why_not: list[str], name: str) -> str | None:
+    """The cause first when a wheel source could not be reached (a DNS failure, a proxy, a hung
+    index): the wheel may well be there, so a build is the fallback, not the answer. None when
+    every source answered."""
+    down = [w for w in why_not if ": unreachable (" in w]
+    if not down:
+        return None
+    source, _, detail = down[0].partition(": unreachable (")
+    others = f"; also {'; '.join(w for w in why_not if w != down[0])}" if len(why_not) > 1 else ""
+    return (
+        f"could not reach {source} ({detail.removesuffix(')')}): check the network or proxy "
+        f"(HTTPS_PROXY, SSL_CERT_FILE) and run again; or give a reachable copy with --wheel-source "
+        f"DIR|URL, or --build {name} / --without {name}{others}; nothing was changed"
+    )

@@ -237,6 +237,9 @@ def _warnings(row: Row, target: Target, matrix: Matrix) -> list[str]:
             f"{'/'.join(req.arch)} with glibc >= {req.glibc} (give --arch and --glibc, --host FILE, "
             "or VERL_SETUP_ARCH and VERL_SETUP_GLIBC)"
         )
+    from verl_setup.plan.typed_names import branch_note  # noqa: PLC0415
+
+    out += [note] if (note := branch_note(target.driver.source)) else []  # --driver 580
     out += _forward_warnings(row, target, matrix)
     family = matrix.cuda.family_floor(req.cuda) if req.cuda else None
     below_family = driver is not None and family is not None and driver < family
@@ -257,9 +260,11 @@ def _warnings(row: Row, target: Target, matrix: Matrix) -> list[str]:
             "GPUs of different compute capability: the stack must carry kernels for each; checked for all"
         )
     minor = _planned_minor(row, target)
-    for issue in row.known_issues:
+    from verl_setup.plan.explain import issue_line  # noqa: PLC0415
+
+    for i, issue in enumerate(row.known_issues):  # one line each; `plan --known-issues` has the rest
         if not issue.python or minor in issue.python:
-            out.append(f"known issue: {issue.summary} (source: {issue.source})")
+            out.append(issue_line(i, issue))
     return out
 
 

@@ -15,7 +15,9 @@ from verl_setup.errors import BadInputError, NoCompatibleRowError
 from verl_setup.matrix.cuda import CudaRules
 from verl_setup.plan import accelerator as accel
 from verl_setup.plan.anchors import anchor_driver
+from verl_setup.plan.host_driver import host_driver, jetson_message
 from verl_setup.plan.request import Request
+from verl_setup.plan.typed_names import arch_from_gpus, gpu_capability, typed_driver
 from verl_setup.util.versions import DriverVersion, fmt, parse_count, parse_minor, parse_python, shown
 from verl_setup.util.vocab import (
     BACKEND_NAMES,
@@ -158,13 +160,13 @@ def build_target(
     if no_gpu:
         driver = Fact[DriverVersion | None](None, no_gpu_source)
     elif driver_text is not None:
-        driver = Fact(DriverVersion.parse(driver_text), driver_source)
+        driver = Fact(*typed_driver(driver_text, driver_source, rules))
     elif anchor is not None and isinstance(anchor[0], DriverVersion):
         driver = Fact(anchor[0], anchor[1])
     elif host is not None and host.host_kind.kind == "jetson":
-        raise NoCompatibleRowError(_jetson_message(host, host_source))
+        raise NoCompatibleRowError(jetson_message(host, host_source))
     elif host is not None and host.nvidia is not None:
-        driver = _host_driver_fact(host, host_source, rules)
+        driver = Fact(*host_driver(host, host_source, rules))
     else:
         driver = Fact(None, f"{host_source} (no NVIDIA driver)" if host else "not given")
 
@@ -219,8 +221,15 @@ def build_target(
                 host=(host.os.glibc if host else None, host_source),
             )
         ),
-        arch=_os_fact(
-            request.arch, "--arch", env, "VERL_SETUP_ARCH", host=(host.os.arch if host else None, host_source)
+        arch=_arch(
+            _os_fact(
+                request.arch,
+                "--arch",
+                env,
+                "VERL_SETUP_ARCH",
+                host=(host.os.arch if host else None, host_source),
+            ),
+            gpus,
         ),
         verl=Fact(verl_text, verl_source or "not requested"),
         engine=Fact(engine_text, engine_source or "not requested"),
@@ -280,6 +289,11 @@ def _os_fact(
     return Fact(value, f"{host_source} (uname, confstr)")
 
 
+def _arch(fact: Fact[str | None], gpus: Fact[tuple[GpuSpec, ...]]) -> Fact[str | None]:
+    """The arch given, else the one the GPUs imply (a Grace superchip is aarch64 only)."""
+    return Fact(*arch_from_gpus(fact.value, fact.source, tuple(g.name for g in gpus.value)))
+
+
 def _glibc(fact: Fact[str | None]) -> Fact[str | None]:
     """glibc is compared as numbers: only ASCII digits, a few of them ("2.35", "2.17.1")."""
     if fact.value is None:
@@ -289,40 +303,6 @@ def _glibc(fact: Fact[str | None]) -> Fact[str | None]:
             f"bad glibc version {shown(fact.value)} ({fact.source}): expected a form like 2.35"
         )
     return Fact(fact.value.strip(), fact.source)
-
-
-def _host_driver_fact(host: HostFacts, host_source: str, rules: CudaRules) -> Fact[DriverVersion | None]:
-    assert host.nvidia is not None  # noqa: S101  # checked by the caller
-    try:
-        version = DriverVersion.parse(host.nvidia.version)
-    except BadInputError as exc:
-        raise BadInputError(f"{host_source}: {exc}") from exc
-    source = f"{host_source} ({host.nvidia.source})"
-    if host.host_kind.kind != "wsl":
-        return Fact(version, source)
-    # WSL reports the Windows driver: rows state Linux floors, so compare through NVIDIA's
-    # Windows table and say so.
-    equivalent = rules.windows_equivalent(version)
-    if equivalent is None:
-        raise NoCompatibleRowError(
-            f"{source}: WSL: Windows driver {version} is below NVIDIA's Windows floor of every CUDA "
-            "family in cuda.yaml; update the Windows driver"
-        )
-    linux, major = equivalent
-    return Fact(
-        linux,
-        f"{source}; WSL: Windows driver {version} meets the Windows floor of CUDA {major}.x, "
-        f"so it counts as the Linux floor {linux} (minor-version compatibility only)",
-    )
-
-
-def _jetson_message(host: HostFacts, host_source: str) -> str:
-    release = f"L4T {host.host_kind.release}" if host.host_kind.release else "L4T"
-    return (
-        f"{host_source}: a Jetson ({release}; {host.host_kind.evidence}): its integrated GPU runs "
-        "under L4T, not a discrete-GPU driver, so these matrix rows do not apply "
-        "(plan for a discrete-GPU machine with --driver and --gpu)"
-    )
 
 
 def _gpus(
@@ -350,10 +330,10 @@ def _gpus(
     if names:
         specs = []
         for name in names:
-            cc = sm or rules.compute_capability(name)
-            if cc is None:
+            found = (sm, name) if sm else gpu_capability(name, rules.compute_capability)
+            if found is None:
                 raise BadInputError(f"unknown GPU {shown(name)}: give its compute capability with --sm X.Y")
-            specs.append(GpuSpec(name=name, compute_capability=cc))
+            specs.append(GpuSpec(name=found[1], compute_capability=found[0]))
         return Fact(tuple(specs), source + (" + --sm" if sm else " (GPU table)"))
     if sm is not None:
         count = max(1, len(host.gpus) if host else 1)

@@ -58,7 +58,9 @@ class DriverVersion:
                 "the matrix rows do not apply to Jetson"
             )
         if m is None:
-            raise BadInputError(f"bad driver version {shown(text)}: expected a form like 535.129.03")
+            raise BadInputError(
+                f"bad driver version {shown(text)}: expected a form like 535.129.03 (or a branch: 580)"
+            )
         return cls(int(m[1]), int(m[2]), None if m[3] is None else int(m[3]))
 
     @property

@@ -40,6 +40,7 @@ HOST_KINDS: tuple[HostKindName, ...] = get_args(HostKindName)
 
 CheckId = Literal[
     "python",
+    "pins",
     "cuda",
     "ray",
     "collective",

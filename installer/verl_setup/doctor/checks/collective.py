@@ -20,6 +20,7 @@ from verl_setup.doctor.probes import nccl_log
 from verl_setup.doctor.probes.launch_command import hydra_value
 from verl_setup.doctor.probes.network import route_interface
 from verl_setup.doctor.probes.ray_probe import find_address
+from verl_setup.doctor.probes.reach import unreachable
 from verl_setup.doctor.result import CheckResult, Evidence, Finding, fold, skip
 from verl_setup.util.runner import ProgramError, run
 
@@ -38,10 +39,16 @@ def check_collective(ctx: Context) -> CheckResult:
     if target is None:
         return skip(ID, why)
     missing = [d for d in ("ray", "torch") if d not in target.dists]
-    if missing:
-        return skip(
+    # Nothing listening at the address is the cause, found in seconds, whatever else is missing.
+    blocked = _head_down(ctx) or (
+        skip(
             ID, f"{' and '.join(missing)} not installed in {target.prefix}: nothing to run a collective with"
         )
+        if missing
+        else None
+    )
+    if blocked is not None:
+        return blocked
     found = find_address(ctx.options.ray_address, ctx.env)
     address = found[0] if found else None
     evidence = [
@@ -74,6 +81,19 @@ def check_collective(ctx: Context) -> CheckResult:
             ID, [Finding(status="fail", message=f"the collective probe crashed: {tail}")], evidence, ok=""
         )
     return with_sized(judge(ctx, report, evidence), report, numel, limit)
+
+
+def _head_down(ctx: Context) -> CheckResult | None:
+    """A failure in seconds when nothing listens at the Ray address, before the minute-long probe."""
+    found = find_address(ctx.options.ray_address, ctx.env)
+    why = unreachable(found[0]) if found else None
+    if found is None or why is None:
+        return None
+    evidence = [Evidence(name="cluster", value=found[0], source=found[1])]
+    return fold(ID, [Finding(status="fail", message=f"no Ray head at {found[0]}: {why}",
+                             remedy="start the head there (`ray start --head --port PORT`), or give the "
+                             "address `ray status` prints on the head (--ray-address HOST:PORT)")],
+                evidence, ok="")  # fmt: skip
 
 
 def with_sized(result: CheckResult, report: dict[str, Any], numel: int | None, limit: float) -> CheckResult:

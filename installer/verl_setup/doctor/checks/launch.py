@@ -13,6 +13,7 @@ from typing import Any
 
 from packaging.version import InvalidVersion, Version
 
+from verl_setup.doctor.checks.known_issues import known_issue_findings
 from verl_setup.doctor.checks.launch_hydra import lint_with_hydra
 from verl_setup.doctor.checks.launch_targets import lint_targets
 from verl_setup.doctor.context import Context
@@ -63,6 +64,7 @@ def check_launch(ctx: Context) -> CheckResult:
     findings += explain_rollout_n(resolver, config, evidence)
     findings += lint_targets(resolver, target, noter(resolver, evidence), evidence)
     findings += lint_with_hydra(ctx.launch, config, target, ctx.env, evidence)
+    findings += known_issue_findings(ctx.row[0], ctx.launch)  # in full where the launch uses it
     return fold(ID, findings, evidence, ok="launch command fits the installed verl's config")
 
 

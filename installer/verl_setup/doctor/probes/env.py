@@ -49,11 +49,19 @@ class TargetEnv:
         return self.interpreter.version
 
 
-def choose_python(prefix: Path | None, env: Mapping[str, str]) -> tuple[Path, str] | None:
-    """The env to inspect: --prefix > VIRTUAL_ENV > CONDA_PREFIX > python3 on PATH."""
+def choose_python(
+    prefix: Path | None,
+    env: Mapping[str, str],
+    config_prefix: Path | None = None,
+    workdir: Path | None = None,
+) -> tuple[Path, str] | None:
+    """The env the user means: --prefix > the active VIRTUAL_ENV > the team config's prefix >
+    `workdir`/.venv > CONDA_PREFIX > python3 on PATH."""
     for folder, source in (
         (prefix, "flag --prefix"),
-        (Path(env["VIRTUAL_ENV"]) if env.get("VIRTUAL_ENV") else None, "env VIRTUAL_ENV"),
+        (Path(env["VIRTUAL_ENV"]) if env.get("VIRTUAL_ENV") else None, "the active VIRTUAL_ENV"),
+        (config_prefix, "the team config's prefix"),
+        (None if workdir is None else workdir / ".venv", "./.venv"),
         (Path(env["CONDA_PREFIX"]) if env.get("CONDA_PREFIX") else None, "env CONDA_PREFIX"),
     ):
         if folder is None:
