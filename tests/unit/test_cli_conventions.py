@@ -62,7 +62,7 @@ def test_help_names_the_exit_codes_and_the_variables() -> None:
         assert result.code == 0
         assert "exit codes: 0 ok, 1 unexpected error, 2 bad input" in result.out
         assert "3 no matrix row" in result.out
-        assert "docs/environment.md" in result.out
+        assert "docs/reference/environment.md" in result.out
     assert "UV_CUDA_DRIVER_VERSION" in run_cli("install", "--help").out
 
 
@@ -94,14 +94,14 @@ def test_each_help_lists_only_the_variables_its_command_reads(
 
 def test_every_variable_the_package_reads_is_documented() -> None:
     """Each VERL_SETUP_* name in the package's code is in help_env (the plan facts as the list's
-    `_SUFFIX` spellings) and in docs/environment.md; VERL_SETUP_RESULT is a marker in a Ray
+    `_SUFFIX` spellings) and in docs/reference/environment.md; VERL_SETUP_RESULT is a marker in a Ray
     task's output and VERL_SETUP_PROBE_SHARD what the import probe tells its own children, not
     settings."""
     package = Path(verl_setup.__file__).parent
     read = {
         m for p in package.rglob("*.py") for m in re.findall(r"VERL_SETUP_[A-Z0-9_]*[A-Z0-9]", p.read_text())
     }
-    docs = (package.parents[1] / "docs" / "environment.md").read_text(encoding="utf-8")
+    docs = (package.parents[1] / "docs" / "reference" / "environment.md").read_text(encoding="utf-8")
     for text in (every_variable(), docs):
         words = set(re.findall(r"[A-Z0-9_]+", text))
         documented = {w for w in words if w.startswith("VERL_SETUP_")} | {

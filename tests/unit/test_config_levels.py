@@ -60,7 +60,7 @@ def test_a_higher_level_wins_key_by_key_and_each_value_names_its_file(levels: di
 def test_plan_explain_shows_each_setting_with_its_file(levels: dict[str, Path]) -> None:
     result = run_cli(*GPU_NODE, "--explain")
     assert result.code == 0, result.err
-    assert f"python     3.11  <- config {levels['project']} (python)" in result.out
+    assert f"config {levels['project']} (python): python 3.11" in result.out  # facts grouped by source
     assert (
         f"config     prefix = {levels['user'].parent / 'envs/verl'}  <- config {levels['user']}" in result.out
     )

@@ -86,7 +86,7 @@ def test_r4_mask_home_covers_a_symlinked_home_and_names_with_spaces(tmp_path: Pa
 
 
 def test_r3_a_lock_never_holds_a_source_password() -> None:
-    from verl_setup.environment.lock import without_credentials  # noqa: PLC0415
+    from verl_setup.util.secrets import without_credentials  # noqa: PLC0415
 
     body = (
         f"flash-attn @ http://alice:{MARKER}51@127.0.0.1:8765/files/flash_attn-2.8.3-cp312-cp312-"

@@ -27,6 +27,7 @@ from packaging.utils import canonicalize_name, parse_wheel_filename
 from verl_setup.environment.pylock import is_pylock_name, read_pylock, render_pylock
 from verl_setup.errors import BadInputError, InstallError
 from verl_setup.plan.select import Plan
+from verl_setup.util.secrets import without_credentials
 
 if TYPE_CHECKING:
     from verl_setup.plan.steps import Choice, ExtensionRequests, Recipe, Step
@@ -357,15 +358,6 @@ def lock_fields(plan: Plan, recipe: Recipe, *, uv: str) -> dict[str, str]:
         if value:
             fields[key] = value
     return fields
-
-
-_USERINFO = re.compile(r"\b([a-z][a-z0-9+.-]*://)[^/\s@\"']+@")
-
-
-def without_credentials(text: str) -> str:
-    """R3: a lock is meant for a repository, so a wheel source's `user:password@` never goes into
-    it (as uv keeps them out of uv.lock); an install from the lock gets them from ~/.netrc."""
-    return _USERINFO.sub(r"\1", text)
 
 
 def compile_lock(plan: Plan, recipe: Recipe, *, uv: str, env: Mapping[str, str]) -> str:

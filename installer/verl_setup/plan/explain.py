@@ -9,25 +9,13 @@ from collections import Counter
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from verl_setup.matrix.schema import KnownIssue, Row
+    from verl_setup.matrix.schema import Row
     from verl_setup.plan.select import Plan
 
+from verl_setup.plan.issues import issue_id
+
 WIDTH = 110
-SHORT = 100  # characters of a known issue's summary in its one-line warning
 _PREFERRED = re.compile(r"^fits, but \S+ is preferred: (.*)$")
-
-
-def issue_id(index: int) -> str:
-    """A known issue's id within its row: ki1, ki2, ... in the rows file's order."""
-    return f"ki{index + 1}"
-
-
-def issue_line(index: int, issue: KnownIssue) -> str:
-    """The one-line warning for a known issue: its id, the start of its summary, where the rest is."""
-    text = issue.summary.split(";")[0]
-    if len(text) > SHORT:
-        text = text[: text.rfind(" ", 0, SHORT)] + " ..."
-    return f"known issue {issue_id(index)}: {text} (all of it: `plan --known-issues`)"
 
 
 def known_issues_text(row: Row) -> str:

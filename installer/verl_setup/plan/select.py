@@ -260,7 +260,7 @@ def _warnings(row: Row, target: Target, matrix: Matrix) -> list[str]:
             "GPUs of different compute capability: the stack must carry kernels for each; checked for all"
         )
     minor = _planned_minor(row, target)
-    from verl_setup.plan.explain import issue_line  # noqa: PLC0415
+    from verl_setup.plan.issues import issue_line  # noqa: PLC0415
 
     for i, issue in enumerate(row.known_issues):  # one line each; `plan --known-issues` has the rest
         if not issue.python or minor in issue.python:

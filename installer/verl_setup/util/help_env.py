@@ -1,5 +1,5 @@
 """The end of each command's --help: the exit codes, then only the variables that command reads
-(every variable, with what reads it, is in docs/environment.md)."""
+(every variable, with what reads it, is in docs/reference/environment.md)."""
 
 from __future__ import annotations
 
@@ -22,12 +22,16 @@ VERL_SETUP_PROVE_EXTRA_INDEXES=1 (it is not tested whether that index can be rea
 PROVE = """\
 `matrix prove` leaves a row's git sources out unless VERL_SETUP_PROVE_GIT=1, and its packages
 built against torch out except those VERL_SETUP_PROVE_WITH names (comma-separated; they come from
-the wheel sources, VERL_SETUP_PROVE_WHEEL_SOURCES for a proof: it reads no other VERL_SETUP_*)"""
+the wheel sources, VERL_SETUP_PROVE_WHEEL_SOURCES for a proof: it reads no other VERL_SETUP_*); its
+`trains` step runs `smoke` (VERL_SETUP_PROVE_TRAINS=0 leaves it out), for a GPU row only on a GPU
+host: VERL_SETUP_PROVE_GPUS=N and VERL_SETUP_PROVE_GPU_NAME, which .ci/gpu-smoke sets"""
+HTTP = """VERL_SETUP_ALLOW_HTTP=1 lets a wheel source or download use plain HTTP beyond this machine; the
+tool's own downloads trust SSL_CERT_FILE, REQUESTS_CA_BUNDLE, the system store and ~/.netrc"""
 UV = """\
 uv reads its own UV_* settings, except those that would re-resolve a row (UV_TORCH_BACKEND,
 UV_EXTRA_INDEX_URL, ...), which are dropped with a warning"""
 DEBUG = "VERL_SETUP_DEBUG=1 shows tracebacks"
-DOCS = "every variable, and what reads it: docs/environment.md"
+DOCS = "every variable, and what reads it: docs/reference/environment.md"
 
 # Commands that run uv (their --help names the UV_* rule).
 UV_COMMANDS = ("install", "lock", "bundle", "render", "wheelhouse build", "docker build", "matrix prove")
@@ -41,7 +45,7 @@ def epilog(command: str, options: set[str]) -> str:
     else:
         parts += [HOST] if "--host" in options else []
         parts += [MATRIX] if "--matrix" in options else []
-    parts += [WHEELS] if "--wheel-source" in options else []
+    parts += [WHEELS, HTTP] if "--wheel-source" in options else []
     parts += [CACHE] if "--matrix" in options or "--driver" in options else []
     parts += [EXTRA] if command in ("matrix prove", "matrix check") else []
     parts += [PROVE] if command == "matrix prove" else []
@@ -56,5 +60,5 @@ def top_level() -> str:
 
 
 def every_variable() -> str:
-    """All the paragraphs, for docs/environment.md and the test that every variable read is listed."""
-    return "\n".join((PLAN, WHEELS, HOST, MATRIX, CACHE, EXTRA, PROVE, UV, DEBUG))
+    """All the paragraphs, for docs/reference/environment.md and the test that every variable read is listed."""
+    return "\n".join((PLAN, WHEELS, HTTP, HOST, MATRIX, CACHE, EXTRA, PROVE, UV, DEBUG))

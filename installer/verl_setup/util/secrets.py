@@ -77,3 +77,12 @@ def _mask_home(text: str, env: Mapping[str, str] | None) -> str:
 def is_secret_name(name: str) -> bool:
     """Whether a variable of this name holds a credential, so that its value is never read."""
     return _SECRET_NAME.search(name) is not None
+
+
+_USERINFO = re.compile(r"\b([a-z][a-z0-9+.-]*://)[^/\s@\"']+@")
+
+
+def without_credentials(text: str) -> str:
+    """R3: a lock is meant for a repository, so a wheel source's `user:password@` never goes into
+    it (as uv keeps them out of uv.lock); an install from the lock gets them from ~/.netrc."""
+    return _USERINFO.sub(r"\1", text)

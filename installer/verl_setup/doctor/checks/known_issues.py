@@ -9,7 +9,7 @@ import re
 from verl_setup.doctor.probes.launch_command import Launch
 from verl_setup.doctor.result import Finding
 from verl_setup.matrix.schema import Row
-from verl_setup.plan.explain import issue_id
+from verl_setup.plan.issues import issue_id
 
 # A feature a known issue's summary names, and how a launch override names it (key or value).
 FEATURES = {"QAT": r"\bqat\b", "NVFP4": r"nvfp4", "Marlin": r"marlin"}
