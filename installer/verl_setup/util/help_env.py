@@ -60,5 +60,5 @@ def top_level() -> str:
 
 
 def every_variable() -> str:
-    """All the paragraphs, for docs/reference/environment.md and the test that every variable read is listed."""
+    """All the paragraphs, for docs/reference/environment.md and the test that every variable read is in."""
     return "\n".join((PLAN, WHEELS, HTTP, HOST, MATRIX, CACHE, EXTRA, PROVE, UV, DEBUG))
