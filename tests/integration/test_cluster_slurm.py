@@ -125,7 +125,7 @@ def test_detect_through_srun_inside_salloc_gives_the_cluster_file(
     ((name, node),) = data["nodes"].items()
     assert name == socket.gethostname().split(".")[0]  # keyed by the Slurm node name
     assert node["head"] is True
-    assert node["host"]["schema"] == 1
+    assert node["host"]["schema"] == 2  # HostFacts 2: accelerators beside the NVIDIA GPUs
     assert node["host"]["os"]["arch"] == os.uname().machine
     assert data["missing"] == {}
     plan = run_cli("plan", "--cluster", str(out), "--json")

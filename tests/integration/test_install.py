@@ -103,8 +103,9 @@ def test_install_builds_a_verified_relocated_env_with_a_manifest(tmp_path: Path)
     assert result.returncode == 0, result.stderr
     steps = [line.split("] ", 1)[1].split(":")[0] for line in result.stderr.splitlines() if "] " in line]
     assert steps[:1] == ["plan"]
-    assert [s for s in steps if s != "warning"][-6:] == [
+    assert [s for s in steps if s != "warning"][-7:] == [
         "venv",
+        "torch",
         "verl",
         "verify",
         "manifest",
@@ -141,7 +142,9 @@ def test_dry_run_prints_the_exact_uv_commands_and_changes_nothing(tmp_path: Path
     pips = [line for line in lines if " pip install " in line]
     assert "--relocatable" in venv
     assert venv.split()[-1] == str(tmp_path / f".env.staging-{venv.split('-')[-1]}")
-    assert len(pips) == 1  # the whole row in one resolve
+    assert (
+        pips[0].split(" --only-binary ")[0].split(" --constraint ")[0].endswith(" torch==0.0.2+tiny")
+    )  # torch first, alone
     assert pips[-1].split(" --only-binary ")[0].split(" --python ")[1].split()[1:] == [
         "verl==0.0.2+tiny",
         "torch==0.0.2+tiny",
@@ -248,7 +251,7 @@ def test_by_default_uv_is_asked_for_the_exact_version(tmp_path: Path) -> None:
         assert leftovers(tmp_path / "env") == []
 
 
-STEPS = ["python", "venv", "verl", "verify", "manifest", "swap"]
+STEPS = ["python", "venv", "torch", "verl", "verify", "manifest", "swap"]
 
 
 def run_until(prefix: Path, step: str, sig: int) -> tuple[int, str]:

@@ -109,15 +109,15 @@ def test_install_script_dockerfile_and_definition_run_the_same_uv_steps(
     assert from_definition(scenario) == expected
 
 
-def test_the_order_is_the_row_in_one_resolve_then_flash_attn_built_against_its_torch() -> None:
+def test_the_order_is_torch_then_the_row_in_one_resolve_then_flash_attn_built_against_its_torch() -> None:
     (scenario,) = [s for s in SCENARIOS if s.name == "h200-drv580-py312-vllm"]  # builds flash-attn
     recipe = build_recipe(plan_for(scenario), flash_attn="build", nvcc_version="13.0", cores=8, memory_gib=64)
-    assert [s.name for s in recipe.steps] == ["verl", "flash-attn-build-requires", "flash-attn"]
-    fa = recipe.steps[2]
+    assert [s.name for s in recipe.steps] == ["torch", "verl", "flash-attn-build-requires", "flash-attn"]
+    fa = recipe.steps[3]
     assert fa.no_build_isolation
     assert dict(fa.env) == {"MAX_JOBS": "8"}
     assert "flash-attn==2.8.3" in fa.requirements
-    assert not any(r.startswith("flash-attn") for r in recipe.steps[0].requirements)
+    assert not any(r.startswith("flash-attn") for r in recipe.steps[1].requirements)
     assert "flash-attn==2.8.3" in recipe.verify_pins
 
 
@@ -126,7 +126,7 @@ def test_max_jobs_follows_memory_when_memory_is_the_limit() -> None:
     recipe = build_recipe(
         plan_for(scenario), flash_attn="build", nvcc_version="13.0", cores=64, memory_gib=24
     )
-    assert dict(recipe.steps[2].env) == {"MAX_JOBS": "6"}
+    assert dict(recipe.steps[3].env) == {"MAX_JOBS": "6"}
 
 
 def test_a_prebuilt_wheel_is_chosen_for_torch_2_6_with_the_old_abi_and_the_python() -> None:

@@ -74,11 +74,16 @@ def build_recipe(
     index, overrides = plan.index_url, bool(row.overrides)
     sdists = plan.matrix.rows_file.built_from_sdist(row)
     engine = "no engine" if row.engine.name == "none" else f"{row.engine.name} {row.engine.version}"
-    # One resolve for the whole row: with every package below the pins held to the closure there
-    # is nothing left for a later step to move, so torch, the engine and verl go in together.
-    title = f"verl {row.verl.version}, torch {row.torch.version}, {engine} and every pin (one resolve)"
+    # With every package below the pins held to the closure there is nothing left for a later step
+    # to move: the engine and verl go in with torch in one resolve, after torch's own step.
+    title = f"verl {row.verl.version}, torch {row.torch.version}, {engine} and every pin again (one resolve)"
     reqs_all = (verl_req, *torch_reqs, *rest)
-    steps = [Step(name="verl", title=title, requirements=reqs_all, index_url=index, overrides=overrides)]
+    torch_title = f"torch {row.torch.version}" + (f" (CUDA {row.torch.cuda})" if row.torch.cuda else "")
+    steps = [
+        # torch alone first: in an image its own layer, reused when any other pin of the row moves.
+        Step(name="torch", title=torch_title, requirements=torch_reqs, index_url=index, overrides=overrides),
+        Step(name="verl", title=title, requirements=reqs_all, index_url=index, overrides=overrides),
+    ]
     warnings: list[str] = []
     for ext in plans:
         new_steps, warning = _extension_steps(ext, facts[ext.name], torch_reqs, index)
