@@ -103,6 +103,16 @@ def test_a_second_torch_on_sys_path_is_a_duplicate() -> None:
     assert "2.5.1 in /usr/lib" in findings[0].note
 
 
+def test_rays_vendored_copy_in_its_workers_sys_path_is_no_duplicate() -> None:
+    # Seen in a Ray task: colorama in ray/thirdparty_files beside the environment's own colorama.
+    env = snapshot(("torch", "2.11.0"), ("verl", "0.9.1"), ("ray", "2.58.0"), ("colorama", "0.4.6"))
+    vendored = Dist(
+        name="colorama", version="0.4.6", location="/env/lib/python3.11/site-packages/ray/thirdparty_files"
+    )
+    env = Snapshot(**{**env.__dict__, "dists": (*env.dists, vendored)})
+    assert env.duplicates() == {}
+
+
 def test_python_patch_differences_are_noted_and_minor_differences_fail() -> None:
     lock = Expected(source="lock l", pins={}, complete=True, python="3.12.3")
     findings, notes = compare(snapshot(python="3.12.1"), lock)

@@ -1,6 +1,5 @@
-"""Does an environment (or every node of a Ray cluster) hold what the row, manifest or lock say?
-Versions come from the target interpreter's importlib.metadata in a child process (nothing heavy
-is imported); then a real `import verl` proves the stack loads."""
+"""Does an environment (or every node of a Ray cluster) hold what the row, manifest or lock say? Versions
+from importlib.metadata in a child (nothing heavy imported); then a real `import verl` probe."""
 
 from __future__ import annotations
 
@@ -95,11 +94,12 @@ class Snapshot:
         return out
 
     def duplicates(self, editables: tuple[str, ...] = ()) -> dict[str, list[Dist]]:
-        """Distributions installed more than once on sys.path (an editable checkout's own metadata,
-        a relative location being the probe's and our working folder, is the same install)."""
+        """Distributions installed more than once on sys.path: an editable checkout's own metadata is
+        the same install, and Ray's vendored copies (ray/thirdparty_files) are its workers' alone."""
         seen: dict[str, list[Dist]] = {}
         mine = {Path(e).resolve() for e in editables}
-        for d in (d for d in self.dists if Path(d.location).resolve() not in mine):
+        own = (d for d in self.dists if not d.location.rstrip("/").endswith("ray/thirdparty_files"))
+        for d in (d for d in own if Path(d.location).resolve() not in mine):
             seen.setdefault(d.name, []).append(d)
         return {name: copies for name, copies in seen.items() if len(copies) > 1}
 

@@ -106,7 +106,13 @@ def build_recipe(
         python=plan.python,
         overrides=row.overrides,
         steps=tuple(
-            replace(s, sdists=(*sdists, *s.sdists), constraints=bool(held), exclude_newer=newer)
+            # torch's step holds nothing but torch: an image keeps its layer when the closure moves.
+            replace(
+                s,
+                sdists=(*sdists, *s.sdists),
+                constraints=bool(held) and s.name != "torch",
+                exclude_newer=newer,
+            )
             for s in steps
         ),
         constraints=held,

@@ -171,6 +171,8 @@ def context(plan: Plan, options: RenderOptions) -> dict[str, Any]:
         "left_out_json": _left_out_json(plan, recipe),
         "overrides_sentinel": OVERRIDES_SENTINEL,
         "constraints_sentinel": CONSTRAINTS_SENTINEL,
+        # The closure file is written just before the first step that reads it (after torch's own).
+        "closure_step": next((s.name for s in recipe.steps if s.constraints), None) if recipe else None,
         "probe_code": quoting.verbatim(PROBE_CODE),
         "gpu_only_json": json.dumps(row.gpu_only_imports, sort_keys=True),
         "known_json": json.dumps(row.known_broken_imports, sort_keys=True)

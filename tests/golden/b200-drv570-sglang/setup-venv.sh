@@ -97,6 +97,8 @@ trap 'rm -rf "$INPUTS"' EXIT
 OVERRIDES="$INPUTS/overrides.txt"
 printf '%s\n' nvidia-cudnn-cu12==9.16.0.29 >> "$OVERRIDES"
 
+# 4. torch: torch 2.9.1 (CUDA 12.8).
+run "$UV" pip install --python "$VENV/bin/python" torch==2.9.1 torchvision==0.24.1 torchaudio==2.9.1 --override "$OVERRIDES" --only-binary :all: --no-binary antlr4-python3-runtime
 # The row's closure (recorded 2026-12-01, proven to imports (without flash-attn): 221 distributions held (Python 3.12 x86_64)):
 # every package below the row's pins is held to the set it was proven with, so this script
 # installs the same set today and next month.
@@ -324,8 +326,6 @@ printf '%s\n' \
   yarl==1.25.1 \
   zipp==4.1.2 > "$CONSTRAINTS"
 
-# 4. torch: torch 2.9.1 (CUDA 12.8).
-run "$UV" pip install --python "$VENV/bin/python" torch==2.9.1 torchvision==0.24.1 torchaudio==2.9.1 --constraint "$CONSTRAINTS" --override "$OVERRIDES" --only-binary :all: --no-binary antlr4-python3-runtime
 # 5. verl: verl 0.7.1, torch 2.9.1, sglang 0.5.9 and every pin again (one resolve).
 run "$UV" pip install --python "$VENV/bin/python" verl==0.7.1 torch==2.9.1 torchvision==0.24.1 torchaudio==2.9.1 sglang==0.5.9 sgl-kernel==0.3.21 flashinfer-python==0.6.3 ray==2.54.0 transformers==4.57.1 tensordict==0.10.0 numpy==1.26.4 datasets==5.0.1 pyarrow==25.0.1 cachetools==8.0.2 cupy-cuda12x==13.6.0 --constraint "$CONSTRAINTS" --override "$OVERRIDES" --only-binary :all: --no-binary antlr4-python3-runtime
 # 6. flash-attn-build-requires: what flash-attn's build needs, since it builds without isolation.
