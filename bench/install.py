@@ -76,7 +76,8 @@ def main() -> int:
             shutil.rmtree(venv, ignore_errors=True)
             sh(venv_command(uv, path=venv, python=interpreter))
             argv = install_command(uv, python_exe=venv / "bin" / "python", requirements=requirements,
-                                   overrides=overrides, index_url=plan.index_url)  # fmt: skip
+                                   overrides=overrides, index_url=plan.index_url,
+                                   sdists=plan.matrix.rows_file.built_from_sdist(plan.row))  # fmt: skip
             sh(argv + (["--constraint", str(constraints)] if constraints else []))
 
         return run

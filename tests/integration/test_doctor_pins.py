@@ -63,7 +63,7 @@ def test_doctor_without_prefix_checks_the_active_venv_then_dot_venv(drifted: Pat
     (tmp_path / ".venv").symlink_to(drifted)
     dotvenv = cli("doctor", "--check", "pins", cwd=tmp_path)
     assert dotvenv.returncode == 5, dotvenv.stdout + dotvenv.stderr
-    assert dotvenv.stdout.splitlines()[0].endswith(", ./.venv .venv)")
+    assert dotvenv.stdout.splitlines()[0].endswith(f", ./.venv {tmp_path / '.venv'})")
 
 
 def test_the_team_configs_prefix_comes_after_virtual_env(drifted: Path, tmp_path: Path) -> None:
