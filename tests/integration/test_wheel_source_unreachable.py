@@ -96,7 +96,7 @@ def test_a_hung_wheelhouse_costs_seconds_not_a_long_wait(tmp_path: Path, silent_
     )
     assert code == 4
     assert last.startswith("verl-setup: error: could not reach verl-wheelhouse (http://127.0.0.1:"), last
-    assert "no answer within 8 s" in last or "timed out" in last
+    assert "no answer in time" in last or "did not arrive in time" in last or "timed out" in last
     assert seconds < 15, seconds  # one bounded wait for the source, not one per page
 
 
