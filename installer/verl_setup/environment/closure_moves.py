@@ -52,7 +52,7 @@ def fresh_closure(plan: Plan, *, uv: str, env: Mapping[str, str], say: Callable[
     fresh = {str(canonicalize_name(m[1])): m[2] for m in _PIN.finditer(out.stdout)}
     was = dict(recorded.pins)
     names = sorted(n for n in set(was) | set(fresh) if was.get(n) != fresh.get(n))
-    dates = _upload_dates([(n, fresh[n]) for n in names if n in fresh], uv, env)
+    dates = upload_dates([(n, fresh[n]) for n in names if n in fresh], uv, env)
     moved = tuple(Moved(name=n, was=was.get(n), now=fresh.get(n), uploaded=dates.get(n)) for n in names)
     if recorded.source != "recorded":
         say(f"--upgrade: no recorded closure to move from ({recorded.words()}); resolved anew")
@@ -65,7 +65,7 @@ def fresh_closure(plan: Plan, *, uv: str, env: Mapping[str, str], say: Callable[
     return replace(recorded, source="upgraded", pins=tuple(sorted(fresh.items())), moved=moved)
 
 
-def _upload_dates(pins: list[tuple[str, str]], uv: str, env: Mapping[str, str]) -> dict[str, str]:
+def upload_dates(pins: list[tuple[str, str]], uv: str, env: Mapping[str, str]) -> dict[str, str]:
     """name -> upload date of that version, where the index says (best effort: a date is a detail)."""
     if not pins:
         return {}

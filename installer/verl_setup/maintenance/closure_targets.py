@@ -7,11 +7,9 @@ from __future__ import annotations
 import dataclasses
 import datetime
 from collections.abc import Callable, Mapping
-from concurrent.futures import ThreadPoolExecutor
 
-from verl_setup.environment.index import Index, configured_index
+from verl_setup.environment.closure_moves import upload_dates
 from verl_setup.environment.uv import explain_failure
-from verl_setup.errors import InstallError
 from verl_setup.maintenance.check import resolution_of, resolve
 from verl_setup.matrix.load import Matrix
 from verl_setup.matrix.resolved import Resolution, delta, target_key
@@ -56,18 +54,5 @@ def with_targets(
 def newest_upload(pins: Mapping[str, str], uv: str, env: Mapping[str, str]) -> str | None:
     """The newest upload date among the pins' releases on the index uv is configured with (a pin
     that index lacks, such as torch from its own index, is skipped)."""
-    try:
-        index = Index(configured_index(uv, env))
-    except InstallError:
-        return None
-
-    def one(pin: tuple[str, str]) -> str | None:
-        try:
-            release = index.releases(pin[0]).get(pin[1])
-        except InstallError:
-            return None
-        return None if release is None or release.uploaded is None else release.uploaded[:10]
-
-    with ThreadPoolExecutor(8) as pool:
-        dates = [d for d in pool.map(one, sorted(pins.items())) if d]
+    dates = upload_dates(sorted(pins.items()), uv, env).values()
     return max(dates) if dates else None
