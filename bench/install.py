@@ -4,8 +4,9 @@ Compares `verl-setup install` of the planned row (the `cpu` row on a machine wit
 with raw `uv venv` + `uv pip install` of the same set (the row's pins with its closure as
 constraints) into the same interpreter, and `verl-setup lock` with raw `uv pip compile
 --generate-hashes` of the same inputs. Runs alternate, after one warm-up of each (which fills uv's
-cache). With --probe: the import probe against the slowest of its modules imported alone, each in
-a fresh interpreter of the installed environment. Needs the package index.
+cache), each into a prefix that does not exist yet. With --probe: the import probe against the
+slowest of its modules imported alone, each in a fresh interpreter of the installed environment.
+Needs the package index.
 
 Usage: python bench/install.py [--runs N] [--json] [--with-import] [--probe] [--shards N]
 """
@@ -47,6 +48,21 @@ def timed(action: Callable[[], None]) -> float:
     return time.perf_counter() - start
 
 
+PREFIXES = {
+    "uv venv + uv pip install (raw)": "raw",
+    "verl-setup install --no-import": "ours",
+    "verl-setup install (with import verl)": "ours-import",
+}
+
+
+def fresh(work: Path, variant: str) -> None:
+    """Each install starts from no environment: removing the last one (seconds of rmdir for a
+    torch env on a slow disk) is the same work for either and is left out of their times."""
+    if variant in PREFIXES:
+        shutil.rmtree(work / PREFIXES[variant], ignore_errors=True)
+        subprocess.run(["sync"], check=False)
+
+
 def main() -> int:
     """Print median, min and max seconds per variant, and verl-setup's overhead."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -73,7 +89,6 @@ def main() -> int:
         venv = work / name
 
         def run() -> None:
-            shutil.rmtree(venv, ignore_errors=True)
             sh(venv_command(uv, path=venv, python=interpreter))
             argv = install_command(uv, python_exe=venv / "bin" / "python", requirements=requirements,
                                    overrides=overrides, index_url=plan.index_url,
@@ -92,19 +107,21 @@ def main() -> int:
         hashes=True,
     )
     variants: dict[str, Callable[[], None]] = {
-        "uv venv + uv pip install (raw)": raw("raw"),
-        "verl-setup install --no-import": ours("ours", "--no-import"),
+        "uv venv + uv pip install (raw)": raw(PREFIXES["uv venv + uv pip install (raw)"]),
+        "verl-setup install --no-import": ours(PREFIXES["verl-setup install --no-import"], "--no-import"),
         "uv pip compile --generate-hashes (raw)": lambda: sh(lock_argv, cwd=inputs),
         "verl-setup lock": lambda: sh([*VERL_SETUP, "lock", "--out", str(work / "verl.lock")]),
     }
     if args.with_import:
-        variants["verl-setup install (with import verl)"] = ours("ours-import")
+        with_import = "verl-setup install (with import verl)"
+        variants[with_import] = ours(PREFIXES[with_import])
     try:
         for action in variants.values():  # warm-up: fills uv's cache, first install into each prefix
             action()
         times: dict[str, list[float]] = {name: [] for name in variants}
         for _ in range(args.runs):
             for name, action in variants.items():
+                fresh(work, name)
                 times[name].append(timed(action))
         probe = _probe(work / "ours", args.shards, args.runs) if args.probe else None
     finally:

@@ -143,3 +143,51 @@ def test_the_recorded_closure_holds_until_upgrade_and_a_yanked_release_stops_the
     assert staged in ([], [".stopped.verl-setup.lock"])  # no half-built environment, at most its lock
     # The environment installed before it still verifies.
     assert verify_closure(tmp_path / "held", env)["state"] == "matches"
+
+
+def test_a_deleted_closure_release_stops_the_install_in_one_line(
+    index: LocalIndex, matrix: Path, env: dict[str, str], tmp_path: Path
+) -> None:
+    # uv cannot resolve a pin the index no longer has; the failure names the release, not uv's trace.
+    index.upload("tokenizers", "0.22.0", date="2026-04-01")
+    index.delete("tokenizers-0.21.0-py3-none-any.whl")
+    stopped = install(matrix, tmp_path / "stopped", env)
+    assert stopped.returncode == 4, stopped.stderr
+    last = stopped.stderr.strip().splitlines()[-1]
+    assert "tokenizers 0.21.0 of the row's closure" in last
+    assert "was deleted from the index; the nearest release is 0.22.0" in last
+    assert not (tmp_path / "stopped").exists()
+
+
+@pytest.mark.parametrize("on_a_terminal", [True, False], ids=["background-pass", "uv-warning"])
+def test_the_watch_names_a_yanked_release_both_ways(
+    index: LocalIndex, env: dict[str, str], on_a_terminal: bool
+) -> None:
+    """On a terminal uv's warnings are not ours to read, so the closure is read from the index in
+    the background; captured, uv's own warning names the release and the index is asked about it only."""
+    from verl_setup.environment.closure_moves import GoneWatch  # noqa: PLC0415
+    from verl_setup.errors import InstallError  # noqa: PLC0415
+    from verl_setup.matrix.closure import Closure  # noqa: PLC0415
+    from verl_setup.util.uvbin import find_uv  # noqa: PLC0415
+
+    index.upload("tokenizers", "0.22.0", date="2026-04-01")
+    index.yank("tokenizers-0.21.0-py3-none-any.whl", "broken build")
+    pins = (("tokenizers", "0.21.0"), ("verl", "1.0.0"))
+    closure = Closure(
+        row="tiny-closure", target="3.12 x86_64", source="recorded", recorded="2026-02-02", pins=pins
+    )
+    watch = GoneWatch(closure, find_uv(), env, watch=on_a_terminal)
+    uv_said = "" if on_a_terminal else 'warning: `tokenizers==0.21.0` is yanked (reason: "broken build")\n'
+    if on_a_terminal:
+        watch.after_step(uv_said)
+        with pytest.raises(
+            InstallError, match=r"tokenizers 0\.21\.0 of the row's closure .* was yanked \(broken"
+        ):
+            watch.finish()
+    else:
+        with pytest.raises(InstallError, match=r"the nearest release is 0\.22\.0"):
+            watch.after_step(uv_said)
+    # A pin that is not the closure's, or a clean step, stops nothing.
+    quiet = GoneWatch(closure, find_uv(), env, watch=False)
+    quiet.after_step('warning: `other==1.0` is yanked (reason: "x")\n')
+    quiet.finish()

@@ -99,7 +99,7 @@ def test_a_matching_prebuilt_wheel_is_fetched_after_torch_and_verified(
     assert (taken["source"], taken["url"].rsplit("/", 1)[-1]) == ("flash-attn-releases", WHEEL)
     assert record["distributions"]["flash-attn"] == "2.8.3"  # type: ignore[index]
     steps = [s["step"] for s in record["recipe"]]  # type: ignore[attr-defined]
-    assert steps == ["venv", "torch", "verl", "flash-attn"]
+    assert steps == ["venv", "verl", "flash-attn"]
     probe = {m["module"]: m["outcome"] for m in json_data(result.stdout)["import"]["modules"]}
     assert probe["flash_attn"] == "ok"
     assert probe["vllm.entrypoints.llm"] == "ok"
@@ -153,7 +153,7 @@ def test_build_flash_attn_compiles_against_the_installed_torch_with_max_jobs(
     jobs = next(line for line in result.stderr.splitlines() if "MAX_JOBS=" in line).split("MAX_JOBS=")[1]
     assert built == f"TORCH = '2.11.99+tiny'\nMAX_JOBS = '{jobs.split()[0]}'\n"
     steps = [s["step"] for s in manifest(prefix)["recipe"]]  # type: ignore[attr-defined]
-    assert steps == ["venv", "torch", "verl", "flash-attn-build-requires", "flash-attn"]
+    assert steps == ["venv", "verl", "flash-attn-build-requires", "flash-attn"]
 
 
 def test_no_wheel_and_no_choice_is_refused_in_one_line_and_nothing_changes(

@@ -251,7 +251,7 @@ def test_by_default_uv_is_asked_for_the_exact_version(tmp_path: Path) -> None:
         assert leftovers(tmp_path / "env") == []
 
 
-STEPS = ["python", "venv", "torch", "verl", "verify", "manifest", "swap"]
+STEPS = ["python", "venv", "verl", "verify", "manifest", "swap"]
 
 
 def run_until(prefix: Path, step: str, sig: int) -> tuple[int, str]:

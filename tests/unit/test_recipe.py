@@ -105,8 +105,20 @@ def test_install_script_dockerfile_and_definition_run_the_same_uv_steps(
     expected = from_install(scenario)
     assert len(expected) >= 1  # the row in one resolve at least
     assert from_script(scenario, tmp_path) == expected
-    assert from_dockerfile(scenario) == expected
     assert from_definition(scenario) == expected
+    # An image alone installs torch first, as a layer of its own; then the same steps.
+    dockerfile = from_dockerfile(scenario)
+    assert dockerfile[1:] == expected
+    assert {a.split("==")[0] for a in dockerfile[0] if "==" in a} <= {"torch", "torchvision", "torchaudio"}
+
+
+def test_a_venv_installs_the_row_in_one_resolve_with_torch_in_it() -> None:
+    (scenario,) = [s for s in SCENARIOS if s.name == "h200-drv580-py312-vllm"]
+    recipe = build_recipe(plan_for(scenario), flash_attn="build", nvcc_version="13.0", cores=8, memory_gib=64)
+    first = recipe.venv_steps[0]
+    assert first.name == "verl"
+    assert any(r.startswith("torch==") for r in first.requirements)
+    assert [s.name for s in recipe.steps if s.layer_only] == ["torch"]
 
 
 def test_the_order_is_torch_then_the_row_in_one_resolve_then_flash_attn_built_against_its_torch() -> None:

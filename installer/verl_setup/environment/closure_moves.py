@@ -5,6 +5,7 @@ nearest release that replaces it, so the install stops instead of installing it 
 from __future__ import annotations
 
 import contextlib
+import os
 import re
 import tempfile
 import threading
@@ -85,10 +86,14 @@ def upload_dates(pins: list[tuple[str, str]], uv: str, env: Mapping[str, str]) -
         return {name: date for name, date in pool.map(one, pins) if date}
 
 
-def gone_from_index(closure: Closure, uv: str, env: Mapping[str, str]) -> list[str]:
+def gone_from_index(
+    closure: Closure, uv: str, env: Mapping[str, str], *, only: frozenset[str] | None = None
+) -> list[str]:
     """One line per closure release that the index has yanked or deleted since it was recorded,
-    with the nearest release that replaces it. Read from the index uv is configured with."""
+    with the nearest release that replaces it (`only`: just these names). Read from the index uv
+    is configured with."""
     index = Index(configured_index(uv, env))
+    pins = [p for p in closure.pins if only is None or p[0] in only]
 
     def one(pin: tuple[str, str]) -> str | None:
         name, version = pin
@@ -108,7 +113,7 @@ def gone_from_index(closure: Closure, uv: str, env: Mapping[str, str]) -> list[s
         return f"{name} {version} of the row's closure (recorded {closure.recorded}) was {why}{instead}"
 
     with ThreadPoolExecutor(LOOKUPS) as pool:
-        return [line for line in pool.map(one, closure.pins) if line]
+        return [line for line in pool.map(one, pins) if line]
 
 
 def _nearest(version: str, releases: Mapping[str, Release]) -> str | None:
@@ -128,34 +133,75 @@ def _nearest(version: str, releases: Mapping[str, Release]) -> str | None:
     return str(newer[0]) if newer else str(older[-1]) if older else None
 
 
+def yanked_by_uv(stderr: str) -> frozenset[str]:
+    """The names uv warned about as yanked (`warning: `name==1.0` is yanked (reason: ...)`)."""
+    return frozenset(str(canonicalize_name(m[1])) for m in _YANKED.finditer(stderr))
+
+
+_YANKED = re.compile(r"^warning: `([A-Za-z0-9][A-Za-z0-9._-]*)==[^`]+` is yanked", re.MULTILINE)
+
+
 class GoneWatch:
-    """gone_from_index in a background thread while uv installs (it costs no wall time), read
-    before the new environment replaces the old one; a slow or unreachable index only skips it."""
+    """Stops an install on a closure release the index yanked or deleted since it was recorded.
+
+    uv installs a yanked release that is pinned exactly, with a warning: where uv's stderr is ours
+    to read, that warning names it at no cost, and a failed resolve (a deleted release) triggers a
+    full pass. Where uv draws on the terminal, the whole closure is read from the index in a
+    background thread at the lowest CPU priority while uv works, so uv is not slowed."""
 
     WAIT_S = 30.0
 
-    def __init__(self, closure: Closure | None, uv: str, env: Mapping[str, str]) -> None:
+    def __init__(self, closure: Closure | None, uv: str, env: Mapping[str, str], *, watch: bool) -> None:
+        self._closure, self._uv, self._env = closure, uv, env
         self._lines: list[str] = []
         self._thread: threading.Thread | None = None
         if closure is None or closure.source != "recorded" or env.get("UV_OFFLINE") not in (None, "", "0"):
+            self._closure = None
             return
+        if watch:
+            self._thread = threading.Thread(target=self._read_all, name="closure-watch", daemon=True)
+            self._thread.start()
 
-        def work() -> None:
-            with contextlib.suppress(InstallError):
-                self._lines = gone_from_index(closure, uv, env)
+    def _read_all(self) -> None:
+        with contextlib.suppress(OSError, AttributeError):  # Linux: a thread has its own nice value
+            os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), 19)
+        with contextlib.suppress(InstallError):
+            self._lines = gone_from_index(self._closure, self._uv, self._env) if self._closure else []
 
-        self._thread = threading.Thread(target=work, name="verl-setup-closure-watch", daemon=True)
-        self._thread.start()
+    def after_step(self, uv_stderr: str) -> None:
+        """After a uv step that worked: InstallError when uv installed a yanked closure release."""
+        pinned = {n for n, _ in self._closure.pins} if self._closure else set()
+        names = frozenset(yanked_by_uv(uv_stderr) & pinned)
+        if names:
+            self._stop(self._lookup(names) or [f"{', '.join(sorted(names))}: yanked, as uv says"])
 
-    def stop_if_gone(self) -> None:
-        """InstallError naming the first closure release the index no longer offers, if any."""
-        if self._thread is None:
-            return
-        self._thread.join(self.WAIT_S)
-        if self._thread.is_alive() or not self._lines:
-            return
-        more = f" (and {len(self._lines) - 1} more)" if len(self._lines) > 1 else ""
+    def after_failure(self) -> None:
+        """After a uv step that failed: InstallError naming a deleted (or yanked) closure release,
+        if that is why; otherwise nothing, and uv's own error stands."""
+        if self._thread is None and self._closure is not None:
+            self._lines = self._lookup(None)
+        self.finish()
+
+    def finish(self) -> None:
+        """Before the swap: InstallError naming what the background pass found, if anything."""
+        if self._thread is not None:
+            self._thread.join(self.WAIT_S)
+            if self._thread.is_alive():
+                return  # a slow or unreachable index only skips the check
+        if self._lines:
+            self._stop(self._lines)
+
+    def _lookup(self, only: frozenset[str] | None) -> list[str]:
+        assert self._closure is not None  # noqa: S101  # callers check
+        try:
+            return gone_from_index(self._closure, self._uv, self._env, only=only)
+        except InstallError:
+            return []
+
+    @staticmethod
+    def _stop(lines: list[str]) -> None:
+        more = f" (and {len(lines) - 1} more)" if len(lines) > 1 else ""
         raise InstallError(
-            f"{self._lines[0]}{more}: nothing was changed; `--upgrade` resolves the row anew within its "
+            f"{lines[0]}{more}: nothing was changed; `--upgrade` resolves the row anew within its "
             "pins (an unproven set), or use a row whose closure `matrix prove` recorded since"
         )

@@ -16,20 +16,15 @@ import re
 import tarfile
 import tempfile
 import zipfile
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from email.message import Message
 from pathlib import Path
 from typing import Any
 from urllib.parse import urljoin, urlsplit, urlunsplit
 
-from packaging.utils import (
-    InvalidSdistFilename,
-    InvalidWheelFilename,
-    canonicalize_name,
-    parse_sdist_filename,
-    parse_wheel_filename,
-)
+from packaging.utils import canonicalize_name
+from packaging.version import InvalidVersion, Version
 
 from verl_setup.errors import InstallError
 
@@ -106,13 +101,63 @@ class Release:
         return None
 
 
-def _version_of(filename: str) -> str | None:
-    try:
-        if filename.endswith(".whl"):
-            return str(parse_wheel_filename(filename)[1])
-        return str(parse_sdist_filename(filename)[1])
-    except (InvalidWheelFilename, InvalidSdistFilename):
-        return None
+def _raw_version(filename: str) -> str | None:
+    """The version part of a wheel's or sdist's name, unnormalised (a cheap split: a busy project
+    lists 100k files, and parsing each one's tags cost seconds of CPU per install)."""
+    if filename.endswith(".whl"):
+        parts = filename[:-4].split("-")
+        return parts[1] if len(parts) in (5, 6) else None
+    for suffix in (".tar.gz", ".zip", ".tar.bz2", ".tgz"):
+        if filename.endswith(suffix):
+            name, _, version = filename[: -len(suffix)].rpartition("-")
+            return version if name else None
+    return None
+
+
+def _normal(raw: str, seen: dict[str, str | None]) -> str | None:
+    """`raw` as a normalised version string (None when it is none), once per distinct string."""
+    if raw not in seen:
+        try:
+            seen[raw] = str(Version(raw))
+        except InvalidVersion:
+            seen[raw] = None
+    return seen[raw]
+
+
+class _Releases(Mapping[str, Release]):
+    """A project page's files grouped by version; each Release (its DistFiles) built when asked
+    for, so checking one pin reads one version's files, not the whole history."""
+
+    def __init__(self, page: str, groups: dict[str, list[dict[str, Any]]]) -> None:
+        self._page, self._groups, self._built = page, groups, dict[str, Release]()
+
+    def __getitem__(self, version: str) -> Release:
+        if version not in self._built:
+            entries = self._groups[version]  # KeyError for a version the index lacks
+            try:
+                files = tuple(self._file(e) for e in entries)
+            except (KeyError, TypeError, AttributeError) as exc:
+                raise InstallError(f"{masked(self._page)}: not a PEP 691 project page ({exc!r})") from exc
+            self._built[version] = Release(version=version, files=files)
+        return self._built[version]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._groups)
+
+    def __len__(self) -> int:
+        return len(self._groups)
+
+    def _file(self, entry: dict[str, Any]) -> DistFile:
+        href, yanked = entry["url"], entry.get("yanked", False)
+        return DistFile(
+            filename=entry["filename"],
+            url=href if href.startswith(("https://", "http://")) else urljoin(self._page, href),
+            sha256=(entry.get("hashes") or {}).get("sha256"),
+            upload_time=entry.get("upload-time"),
+            yanked=None if yanked is False else ("" if yanked is True else str(yanked)),
+            requires_python=entry.get("requires-python"),
+            has_metadata=bool(entry.get("core-metadata") or entry.get("dist-info-metadata")),
+        )
 
 
 class Index:
@@ -129,6 +174,7 @@ class Index:
         ca = os.environ.get("REQUESTS_CA_BUNDLE") or os.environ.get("SSL_CERT_FILE")
         if ca:
             self.session.verify = ca
+        self._pages: dict[str, Mapping[str, Release]] = {}
 
     def _get(self, url: str, *, accept: str | None = None) -> Any:
         import requests  # noqa: PLC0415
@@ -145,9 +191,15 @@ class Index:
             raise InstallError(f"{masked(url)}: HTTP {response.status_code} from the index")
         return response
 
-    @functools.cache  # noqa: B019  # one Index per run; the cache is the point
-    def releases(self, project: str) -> dict[str, Release]:
-        """Every version of a project on the index (an unknown project: empty)."""
+    def releases(self, project: str) -> Mapping[str, Release]:
+        """Every version of a project on the index (an unknown project: empty), each page read
+        once per Index (kept on the instance, so it goes with it)."""
+        key = str(canonicalize_name(project))
+        if key not in self._pages:
+            self._pages[key] = self._read_page(key)
+        return self._pages[key]
+
+    def _read_page(self, project: str) -> Mapping[str, Release]:
         url = urljoin(self.url, canonicalize_name(project) + "/")
         response = self._get(url)
         if response is None:
@@ -155,26 +207,16 @@ class Index:
         if "json" not in response.headers.get("Content-Type", ""):
             raise InstallError(f"{masked(url)}: the index does not serve the JSON Simple API (PEP 691)")
         try:
-            files: dict[str, list[DistFile]] = {}
+            groups: dict[str, list[dict[str, Any]]] = {}
+            seen: dict[str, str | None] = {}
             for entry in response.json()["files"]:
-                version = _version_of(entry["filename"])
-                if version is None:
-                    continue
-                yanked = entry.get("yanked", False)
-                files.setdefault(version, []).append(
-                    DistFile(
-                        filename=entry["filename"],
-                        url=urljoin(url, entry["url"]),
-                        sha256=(entry.get("hashes") or {}).get("sha256"),
-                        upload_time=entry.get("upload-time"),
-                        yanked=None if yanked is False else ("" if yanked is True else str(yanked)),
-                        requires_python=entry.get("requires-python"),
-                        has_metadata=bool(entry.get("core-metadata") or entry.get("dist-info-metadata")),
-                    )
-                )
+                raw = _raw_version(entry["filename"])
+                version = None if raw is None else _normal(raw, seen)
+                if version is not None:
+                    groups.setdefault(version, []).append(entry)
         except (ValueError, KeyError, TypeError) as exc:
             raise InstallError(f"{masked(url)}: not a PEP 691 project page ({exc})") from exc
-        return {v: Release(version=v, files=tuple(fs)) for v, fs in files.items()}
+        return _Releases(url, groups)
 
     @functools.cache  # noqa: B019  # one Index per run
     def metadata(self, dist: DistFile) -> Message:

@@ -91,7 +91,9 @@ def build(job: Job, progress: Progress) -> tuple[Job, dict[str, Any], Report]:
     progress.step(
         "venv", f"creating {job.staging.name} beside {layout.prefix.name} (Python {job.choice.version})"
     )
-    watch = GoneWatch(None if lock or job.bundle or job.upgrade else job.recipe.closure, job.uv, job.uv_env)
+    tty = sys.stderr.isatty()
+    closure = None if lock or job.bundle or job.upgrade else job.recipe.closure
+    watch = GoneWatch(closure, job.uv, job.uv_env, watch=tty)  # captured, uv's own warnings name a yank
     job = _make_venv(job, progress)
     from verl_setup.environment.user_lock import requirement_lines  # noqa: PLC0415
 
@@ -116,18 +118,18 @@ def build(job: Job, progress: Progress) -> tuple[Job, dict[str, Any], Report]:
         progress.step(command.what, title)
         if command.what == "flash-attn" and job.recipe.flash_attn and job.recipe.flash_attn.mode == "wheel":
             _check_abi(job)
-        tty = sys.stderr.isatty()
         if tty:
             progress.end_line()  # uv draws its own progress bars below the status line
         try:
-            _run_uv(command, job=job, tty=tty, timeout=INSTALL_TIMEOUT_S)
+            done = _run_uv(command, job=job, tty=tty, timeout=INSTALL_TIMEOUT_S)
         except InstallError:
-            watch.stop_if_gone()  # uv failing on a deleted closure release: name it instead
+            watch.after_failure()  # uv failing on a deleted closure release: name it instead
             raise
+        watch.after_step(done.stderr)
         ext = job.recipe.extension(command.what)
         if ext is not None and ext.mode in ("wheel", "build"):
             _check_extension(job, ext, progress)
-    watch.stop_if_gone()
+    watch.finish()
     no_toolkit = imports_need_absent_toolkit(row, job.env)
     import_timeout = None if no_toolkit else job.import_timeout
     progress.step(

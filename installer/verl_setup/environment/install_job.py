@@ -97,7 +97,7 @@ def uv_commands(
         # The lock holds no package installed without its dependencies: they come after it.
         steps = after_lock(recipe)
     else:
-        steps = list(recipe.steps)
+        steps = list(recipe.venv_steps)
     for step in steps:
         pip_args = step.pip_args(overrides, constraints)
         argv = [uv, "pip", "install", "--python", python_exe, *pip_args, *offline]

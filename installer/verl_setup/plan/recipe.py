@@ -75,13 +75,20 @@ def build_recipe(
     sdists = plan.matrix.rows_file.built_from_sdist(row)
     engine = "no engine" if row.engine.name == "none" else f"{row.engine.name} {row.engine.version}"
     # With every package below the pins held to the closure there is nothing left for a later step
-    # to move: the engine and verl go in with torch in one resolve, after torch's own step.
-    title = f"verl {row.verl.version}, torch {row.torch.version}, {engine} and every pin again (one resolve)"
+    # to move: the engine and verl go in with torch in one resolve (in an image, after torch's layer).
+    title = f"verl {row.verl.version}, torch {row.torch.version}, {engine} and every pin (one resolve)"
     reqs_all = (verl_req, *torch_reqs, *rest)
     torch_title = f"torch {row.torch.version}" + (f" (CUDA {row.torch.cuda})" if row.torch.cuda else "")
     steps = [
-        # torch alone first: in an image its own layer, reused when any other pin of the row moves.
-        Step(name="torch", title=torch_title, requirements=torch_reqs, index_url=index, overrides=overrides),
+        # torch alone first, in an image only: its own layer, reused when any other pin moves.
+        Step(
+            name="torch",
+            title=torch_title,
+            requirements=torch_reqs,
+            index_url=index,
+            overrides=overrides,
+            layer_only=True,
+        ),
         Step(name="verl", title=title, requirements=reqs_all, index_url=index, overrides=overrides),
     ]
     warnings: list[str] = []

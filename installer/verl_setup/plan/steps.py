@@ -75,6 +75,9 @@ class Step:
     # Wheels only, except these sdists (the row's `sdists`, and the package a build step builds).
     sdists: tuple[str, ...] = ()
     binary_only: bool = True  # False: the user's own (plan/user_recipe.py), wheel or sdist as uv does
+    # Only an image layer (torch alone, reused while other pins move): a later step installs the
+    # same again, so a venv (install, setup-venv.sh, Apptainer's one-piece image) skips it.
+    layer_only: bool = False
 
     def pip_args(self, overrides_file: str, constraints_file: str) -> list[str]:
         """Everything after `uv pip install --python PY`: the same in all three renderings."""
@@ -119,6 +122,11 @@ class Recipe:
     constraints: tuple[str, ...] = ()  # the closure as `name==version`, every step's --constraint
     closure: Closure | None = None
     user: UserPackages = field(default_factory=UserPackages)  # plan/user_recipe.py adds them
+
+    @property
+    def venv_steps(self) -> tuple[Step, ...]:
+        """The steps a venv runs: all but the image-layer ones (one resolve installs the row)."""
+        return tuple(s for s in self.steps if not s.layer_only)
 
     def step(self, name: StepName) -> Step | None:
         """The step of that name, if the recipe has one."""

@@ -93,8 +93,6 @@ fi
 
 INPUTS=$(mktemp -d)
 trap 'rm -rf "$INPUTS"' EXIT
-# 4. torch: torch 2.6.0 (CUDA 12.4).
-run "$UV" pip install --python "$VENV/bin/python" torch==2.6.0 torchvision==0.21.0 torchaudio==2.6.0 --only-binary :all: --no-binary antlr4-python3-runtime --no-binary flashinfer-python
 # The row's closure (recorded 2026-12-02, proven to imports (without flash-attn): 202 distributions held (Python 3.10 x86_64)):
 # every package below the row's pins is held to the set it was proven with, so this script
 # installs the same set today and next month.
@@ -303,16 +301,16 @@ printf '%s\n' \
   yarl==1.25.1 \
   zipp==4.1.2 > "$CONSTRAINTS"
 
-# 5. verl: verl 0.4.1, torch 2.6.0, vllm 0.8.5 and every pin again (one resolve).
+# 4. verl: verl 0.4.1, torch 2.6.0, vllm 0.8.5 and every pin (one resolve).
 run "$UV" pip install --python "$VENV/bin/python" 'verl[vllm]==0.4.1' torch==2.6.0 torchvision==0.21.0 torchaudio==2.6.0 vllm==0.8.5 ray==2.47.1 transformers==4.51.3 tensordict==0.6.2 numpy==1.26.4 setuptools==80.10.2 pyarrow==20.0.0 datasets==4.0.0 --constraint "$CONSTRAINTS" --only-binary :all: --no-binary antlr4-python3-runtime --no-binary flashinfer-python
-# 6. flash-attn: flash-attn 2.7.4.post1 (prebuilt for torch 2.6, CUDA 12, cp310, C++11 ABI FALSE, from flash-attn-releases).
+# 5. flash-attn: flash-attn 2.7.4.post1 (prebuilt for torch 2.6, CUDA 12, cp310, C++11 ABI FALSE, from flash-attn-releases).
 # The wheel was chosen for torch's C++ ABI FALSE: check the torch just installed has it.
 if [ "$DRY_RUN" = 0 ]; then
   abi=$("$VENV/bin/python" -c 'import torch; print(int(torch._C._GLIBCXX_USE_CXX11_ABI))')
   [ "$abi" = 0 ] || die "torch's C++ ABI is $abi, the flash-attn wheel needs 0"
 fi
 run "$UV" pip install --python "$VENV/bin/python" torch==2.6.0 torchvision==0.21.0 torchaudio==2.6.0 'flash-attn @ https://github.com/Dao-AILab/flash-attention/releases/download/v2.7.4.post1/flash_attn-2.7.4.post1+cu12torch2.6cxx11abiFALSE-cp310-cp310-linux_x86_64.whl' --constraint "$CONSTRAINTS" --only-binary :all: --no-binary antlr4-python3-runtime --no-binary flashinfer-python
-# 7. verify: every pin is what got installed (metadata only), then the
+# 6. verify: every pin is what got installed (metadata only), then the
 # import probe verl-setup runs: what a training run of this verl imports.
 run "$VENV/bin/python" -c '
 import sys

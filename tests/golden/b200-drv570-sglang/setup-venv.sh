@@ -97,8 +97,6 @@ trap 'rm -rf "$INPUTS"' EXIT
 OVERRIDES="$INPUTS/overrides.txt"
 printf '%s\n' nvidia-cudnn-cu12==9.16.0.29 >> "$OVERRIDES"
 
-# 4. torch: torch 2.9.1 (CUDA 12.8).
-run "$UV" pip install --python "$VENV/bin/python" torch==2.9.1 torchvision==0.24.1 torchaudio==2.9.1 --override "$OVERRIDES" --only-binary :all: --no-binary antlr4-python3-runtime
 # The row's closure (recorded 2026-12-01, proven to imports (without flash-attn): 221 distributions held (Python 3.12 x86_64)):
 # every package below the row's pins is held to the set it was proven with, so this script
 # installs the same set today and next month.
@@ -326,11 +324,11 @@ printf '%s\n' \
   yarl==1.25.1 \
   zipp==4.1.2 > "$CONSTRAINTS"
 
-# 5. verl: verl 0.7.1, torch 2.9.1, sglang 0.5.9 and every pin again (one resolve).
+# 4. verl: verl 0.7.1, torch 2.9.1, sglang 0.5.9 and every pin (one resolve).
 run "$UV" pip install --python "$VENV/bin/python" verl==0.7.1 torch==2.9.1 torchvision==0.24.1 torchaudio==2.9.1 sglang==0.5.9 sgl-kernel==0.3.21 flashinfer-python==0.6.3 ray==2.54.0 transformers==4.57.1 tensordict==0.10.0 numpy==1.26.4 datasets==5.0.1 pyarrow==25.0.1 cachetools==8.0.2 cupy-cuda12x==13.6.0 --constraint "$CONSTRAINTS" --override "$OVERRIDES" --only-binary :all: --no-binary antlr4-python3-runtime
-# 6. flash-attn-build-requires: what flash-attn's build needs, since it builds without isolation.
+# 5. flash-attn-build-requires: what flash-attn's build needs, since it builds without isolation.
 run "$UV" pip install --python "$VENV/bin/python" torch==2.9.1 torchvision==0.24.1 torchaudio==2.9.1 ninja packaging psutil setuptools wheel --constraint "$CONSTRAINTS" --only-binary :all: --no-binary antlr4-python3-runtime
-# 7. flash-attn: flash-attn 2.8.3 (built against the installed torch).
+# 6. flash-attn: flash-attn 2.8.3 (built against the installed torch).
 # Built against the installed torch: nvcc must be CUDA 12.x like torch's CUDA 12.8.
 if [ "$DRY_RUN" = 0 ]; then
   NVCC="${CUDA_HOME:+$CUDA_HOME/bin/}nvcc"
@@ -342,7 +340,7 @@ fi
 [ -n "${MAX_JOBS:-}" ] || MAX_JOBS=4
 export MAX_JOBS
 run "$UV" pip install --python "$VENV/bin/python" torch==2.9.1 torchvision==0.24.1 torchaudio==2.9.1 flash-attn==2.8.3 --constraint "$CONSTRAINTS" --only-binary :all: --no-binary antlr4-python3-runtime --no-binary flash-attn --no-build-isolation
-# 8. verify: every pin is what got installed (metadata only), then the
+# 7. verify: every pin is what got installed (metadata only), then the
 # import probe verl-setup runs: what a training run of this verl imports.
 run "$VENV/bin/python" -c '
 import sys

@@ -97,13 +97,11 @@ trap 'rm -rf "$INPUTS"' EXIT
 OVERRIDES="$INPUTS/overrides.txt"
 printf '%s\n' nvidia-cublas==13.2.0.9 >> "$OVERRIDES"
 
-# 4. torch: torch 2.11.0 (CUDA 13.0).
-run "$UV" pip install --python "$VENV/bin/python" torch==2.11.0 torchvision==0.26.0 torchaudio==2.11.0 --override "$OVERRIDES" --only-binary :all: --no-binary antlr4-python3-runtime
-# 5. verl: verl 0.9.1, torch 2.11.0, vllm 0.24.0 and every pin again (one resolve).
+# 4. verl: verl 0.9.1, torch 2.11.0, vllm 0.24.0 and every pin (one resolve).
 run "$UV" pip install --python "$VENV/bin/python" 'verl[vllm]==0.9.1' torch==2.11.0 torchvision==0.26.0 torchaudio==2.11.0 vllm==0.24.0 flashinfer-python==0.6.12 ray==2.58.0 transformers==5.9.0 tensordict==0.10.0 numpy==2.2.6 cupy-cuda13x==14.0.1 liger-kernel==0.8.5 trl==0.27.0 flash-linear-attention==0.5.2 torchcodec==0.11.1 transformer-engine==2.16.1 transformer-engine-cu13==2.16.1 megatron-core==0.18.0 nvidia-modelopt==0.44.0 onnxscript==0.7.2 nvidia-mathdx==25.6.0 --override "$OVERRIDES" --only-binary :all: --no-binary antlr4-python3-runtime
-# 6. flash-attn-build-requires: what flash-attn's build needs, since it builds without isolation.
+# 5. flash-attn-build-requires: what flash-attn's build needs, since it builds without isolation.
 run "$UV" pip install --python "$VENV/bin/python" torch==2.11.0 torchvision==0.26.0 torchaudio==2.11.0 ninja packaging psutil setuptools wheel --only-binary :all: --no-binary antlr4-python3-runtime
-# 7. flash-attn: flash-attn 2.8.3 (built against the installed torch).
+# 6. flash-attn: flash-attn 2.8.3 (built against the installed torch).
 # Built against the installed torch: nvcc must be CUDA 13.x like torch's CUDA 13.0.
 if [ "$DRY_RUN" = 0 ]; then
   NVCC="${CUDA_HOME:+$CUDA_HOME/bin/}nvcc"
@@ -115,9 +113,9 @@ fi
 [ -n "${MAX_JOBS:-}" ] || MAX_JOBS=4
 export MAX_JOBS
 run "$UV" pip install --python "$VENV/bin/python" torch==2.11.0 torchvision==0.26.0 torchaudio==2.11.0 flash-attn==2.8.3 --only-binary :all: --no-binary antlr4-python3-runtime --no-binary flash-attn --no-build-isolation
-# 8. transformer-engine-torch-build-requires: what transformer-engine-torch's build needs, since it builds without isolation.
+# 7. transformer-engine-torch-build-requires: what transformer-engine-torch's build needs, since it builds without isolation.
 run "$UV" pip install --python "$VENV/bin/python" torch==2.11.0 torchvision==0.26.0 torchaudio==2.11.0 ninja pybind11 setuptools wheel packaging pip --only-binary :all: --no-binary antlr4-python3-runtime
-# 9. transformer-engine-torch: transformer-engine-torch 2.16.1 (built against the installed torch).
+# 8. transformer-engine-torch: transformer-engine-torch 2.16.1 (built against the installed torch).
 # Built against the installed torch: nvcc must be CUDA 13.x like torch's CUDA 13.0.
 if [ "$DRY_RUN" = 0 ]; then
   NVCC="${CUDA_HOME:+$CUDA_HOME/bin/}nvcc"
@@ -133,11 +131,11 @@ export NVTE_FRAMEWORK
 [ -n "${NVTE_PYTORCH_FORCE_BUILD:-}" ] || NVTE_PYTORCH_FORCE_BUILD=TRUE
 export NVTE_PYTORCH_FORCE_BUILD
 run "$UV" pip install --python "$VENV/bin/python" torch==2.11.0 torchvision==0.26.0 torchaudio==2.11.0 transformer-engine-torch==2.16.1 --only-binary :all: --no-binary antlr4-python3-runtime --no-binary transformer-engine-torch --no-build-isolation
-# 10. no-deps: megatron-bridge, mbridge without their dependencies, as verl's own uv flow installs them.
+# 9. no-deps: megatron-bridge, mbridge without their dependencies, as verl's own uv flow installs them.
 run "$UV" pip install --python "$VENV/bin/python" megatron-bridge==0.5.0 'mbridge @ git+https://github.com/ISEEKYAN/mbridge.git@641a5a0' --only-binary :all: --no-binary antlr4-python3-runtime --no-binary mbridge --no-deps
 say 'apex 0.1 left out: verl'"'"'s own code never imports apex (git grep at v0.9.0); megatron-core uses apex'"'"'s fused kernels only where TransformerEngine'"'"'s are missing, so with TransformerEngine built nothing is lost'
 
-# 11. verify: every pin is what got installed (metadata only), then the
+# 10. verify: every pin is what got installed (metadata only), then the
 # import probe verl-setup runs: what a training run of this verl imports.
 run "$VENV/bin/python" -c '
 import sys

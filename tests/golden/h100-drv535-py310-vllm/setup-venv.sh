@@ -91,13 +91,11 @@ else
   run "$UV" venv --python "$PYTHON_EXE" "$VENV"
 fi
 
-# 4. torch: torch 2.10.0 (CUDA 12.8).
-run "$UV" pip install --python "$VENV/bin/python" torch==2.10.0 torchvision==0.25.0 torchaudio==2.10.0 --exclude-newer 2026-12-01T23:59:59Z --only-binary :all: --no-binary antlr4-python3-runtime
-# 5. verl: verl 0.9.1, torch 2.10.0, vllm 0.19.1 and every pin again (one resolve).
+# 4. verl: verl 0.9.1, torch 2.10.0, vllm 0.19.1 and every pin (one resolve).
 run "$UV" pip install --python "$VENV/bin/python" 'verl[verl-core]==0.9.1' torch==2.10.0 torchvision==0.25.0 torchaudio==2.10.0 vllm==0.19.1 flashinfer-python==0.6.6 ray==2.58.0 transformers==5.9.0 tensordict==0.10.0 numpy==2.2.6 cupy-cuda12x==14.0.1 liger-kernel==0.8.5 trl==0.27.0 flash-linear-attention==0.5.2 torchcodec==0.10.0 --exclude-newer 2026-12-01T23:59:59Z --only-binary :all: --no-binary antlr4-python3-runtime
 say 'flash-attn 2.8.3 left out: run with +actor_rollout_ref.model.override_config.attn_implementation=sdpa (verl/workers/config/model.py defaults to flash_attention_2) and actor_rollout_ref.model.use_remove_padding=False critic.model.use_remove_padding=False (both default true; remove-padding uses flash_attn.bert_padding, and Ulysses sequence parallelism needs it)'
 
-# 6. verify: every pin is what got installed (metadata only), then the
+# 5. verify: every pin is what got installed (metadata only), then the
 # import probe verl-setup runs: what a training run of this verl imports.
 run "$VENV/bin/python" -c '
 import sys

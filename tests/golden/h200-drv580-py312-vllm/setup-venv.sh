@@ -93,8 +93,6 @@ fi
 
 INPUTS=$(mktemp -d)
 trap 'rm -rf "$INPUTS"' EXIT
-# 4. torch: torch 2.11.0 (CUDA 13.0).
-run "$UV" pip install --python "$VENV/bin/python" torch==2.11.0 torchvision==0.26.0 torchaudio==2.11.0 --only-binary :all: --no-binary antlr4-python3-runtime
 # The row's closure (recorded 2026-12-02, proven to imports (without flash-attn): 261 distributions held (Python 3.12 x86_64)):
 # every package below the row's pins is held to the set it was proven with, so this script
 # installs the same set today and next month.
@@ -362,11 +360,11 @@ printf '%s\n' \
   z3-solver==4.15.4.0 \
   zipp==4.1.2 > "$CONSTRAINTS"
 
-# 5. verl: verl 0.9.1, torch 2.11.0, vllm 0.24.0 and every pin again (one resolve).
+# 4. verl: verl 0.9.1, torch 2.11.0, vllm 0.24.0 and every pin (one resolve).
 run "$UV" pip install --python "$VENV/bin/python" 'verl[vllm]==0.9.1' torch==2.11.0 torchvision==0.26.0 torchaudio==2.11.0 vllm==0.24.0 flashinfer-python==0.6.12 ray==2.58.0 transformers==5.9.0 tensordict==0.10.0 numpy==2.2.6 cupy-cuda13x==14.0.1 liger-kernel==0.8.5 trl==0.27.0 flash-linear-attention==0.5.2 torchcodec==0.11.1 --constraint "$CONSTRAINTS" --only-binary :all: --no-binary antlr4-python3-runtime
-# 6. flash-attn-build-requires: what flash-attn's build needs, since it builds without isolation.
+# 5. flash-attn-build-requires: what flash-attn's build needs, since it builds without isolation.
 run "$UV" pip install --python "$VENV/bin/python" torch==2.11.0 torchvision==0.26.0 torchaudio==2.11.0 ninja packaging psutil setuptools wheel --constraint "$CONSTRAINTS" --only-binary :all: --no-binary antlr4-python3-runtime
-# 7. flash-attn: flash-attn 2.8.3 (built against the installed torch).
+# 6. flash-attn: flash-attn 2.8.3 (built against the installed torch).
 # Built against the installed torch: nvcc must be CUDA 13.x like torch's CUDA 13.0.
 if [ "$DRY_RUN" = 0 ]; then
   NVCC="${CUDA_HOME:+$CUDA_HOME/bin/}nvcc"
@@ -378,7 +376,7 @@ fi
 [ -n "${MAX_JOBS:-}" ] || MAX_JOBS=4
 export MAX_JOBS
 run "$UV" pip install --python "$VENV/bin/python" torch==2.11.0 torchvision==0.26.0 torchaudio==2.11.0 flash-attn==2.8.3 --constraint "$CONSTRAINTS" --only-binary :all: --no-binary antlr4-python3-runtime --no-binary flash-attn --no-build-isolation
-# 8. verify: every pin is what got installed (metadata only), then the
+# 7. verify: every pin is what got installed (metadata only), then the
 # import probe verl-setup runs: what a training run of this verl imports.
 run "$VENV/bin/python" -c '
 import sys

@@ -93,8 +93,6 @@ fi
 
 INPUTS=$(mktemp -d)
 trap 'rm -rf "$INPUTS"' EXIT
-# 4. torch: torch 2.11.0.
-run "$UV" pip install --python "$VENV/bin/python" torch==2.11.0 torchvision==0.26.0 torchaudio==2.11.0 --only-binary :all: --no-binary antlr4-python3-runtime --no-binary flashinfer-python
 # The row's closure (recorded 2026-12-07, proven to trains: 162 distributions held (Python 3.12 x86_64)):
 # every package below the row's pins is held to the set it was proven with, so this script
 # installs the same set today and next month.
@@ -263,9 +261,9 @@ printf '%s\n' \
   yarl==1.25.1 \
   zipp==4.1.2 > "$CONSTRAINTS"
 
-# 5. verl: verl 0.9.1, torch 2.11.0, no engine and every pin again (one resolve).
+# 4. verl: verl 0.9.1, torch 2.11.0, no engine and every pin (one resolve).
 run "$UV" pip install --python "$VENV/bin/python" 'verl[verl-core]==0.9.1' torch==2.11.0 torchvision==0.26.0 torchaudio==2.11.0 ray==2.58.0 transformers==5.9.0 tensordict==0.10.0 numpy==2.2.6 triton==3.6.0 torchcodec==0.11.1 --constraint "$CONSTRAINTS" --only-binary :all: --no-binary antlr4-python3-runtime --no-binary flashinfer-python
-# 6. verify: every pin is what got installed (metadata only), then the
+# 5. verify: every pin is what got installed (metadata only), then the
 # import probe verl-setup runs: what a training run of this verl imports.
 run "$VENV/bin/python" -c '
 import sys
