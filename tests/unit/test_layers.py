@@ -195,10 +195,10 @@ def test_commands_run_no_program_and_read_no_manifest() -> None:
     banned_modules = ("subprocess", "verl_setup.util.runner", "verl_setup.util.uvbin")
     banned_names = ("MANIFEST", "from_manifest", "find_uv")
     offenders = []
-    for path in sorted((PACKAGE / "commands").glob("*.py")):
+    for path in sorted((PACKAGE / "commands").rglob("*.py")):
         tree = ast.parse(path.read_text(encoding="utf-8"))
         for node in ast.walk(tree):
-            where = f"{path.name}:{getattr(node, 'lineno', 0)}"
+            where = f"{path.relative_to(PACKAGE)}:{getattr(node, 'lineno', 0)}"
             if isinstance(node, ast.Import) and any(a.name in banned_modules for a in node.names):
                 offenders.append(where)
             if isinstance(node, ast.ImportFrom) and (node.module or "") in banned_modules:
