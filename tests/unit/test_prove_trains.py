@@ -14,7 +14,7 @@ import pytest
 
 from verl_setup.maintenance import prove
 from verl_setup.matrix.load import load_matrix
-from verl_setup.matrix.proof import LEVELS, Evidence, RowProof
+from verl_setup.matrix.proof import LEVELS, ProofStep, RowProof
 
 REPO = Path(__file__).resolve().parents[2]
 MATRIX = load_matrix()
@@ -86,7 +86,7 @@ def test_a_failed_smoke_names_its_stage(monkeypatch: pytest.MonkeyPatch) -> None
 
 def test_trains_sits_between_imports_and_gpu() -> None:
     assert LEVELS == ("resolves", "installs", "imports", "trains", "gpu")
-    steps = {n: Evidence(date="2026-12-07", tool="t") for n in ("resolves", "installs", "imports", "trains")}
+    steps = {n: ProofStep(date="2026-12-07", tool="t") for n in ("resolves", "installs", "imports", "trains")}
     assert RowProof(row_sha256="x", steps=steps).level() == "trains"
     del steps["imports"]
     assert RowProof(row_sha256="x", steps=steps).level() == "installs"
