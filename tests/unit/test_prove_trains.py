@@ -15,6 +15,7 @@ import pytest
 from verl_setup.maintenance import prove
 from verl_setup.matrix.load import load_matrix
 from verl_setup.matrix.proof import LEVELS, ProofStep, RowProof
+from verl_setup.output import SCHEMA
 
 REPO = Path(__file__).resolve().parents[2]
 MATRIX = load_matrix()
@@ -42,7 +43,8 @@ def run_trains(
 
     def cli(argv: Sequence[str], _env: Mapping[str, str]) -> tuple[int, str, str, float]:
         calls.append(list(argv))
-        out = json.dumps({"schema": 4, "command": "smoke", "ok": bool(data and data["ok"]), "data": data})
+        ok = bool(data and data["ok"])
+        out = json.dumps({"schema": SCHEMA, "command": "smoke", "ok": ok, "data": data})
         return (0 if data and data["ok"] else 5), out, "", 150.0
 
     monkeypatch.setattr(prove, "_cli", cli)
