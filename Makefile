@@ -57,7 +57,7 @@ golden: $(STAMP)
 # The shell completion scripts, from the parser, into the package (committed; a test compares them
 # with what the parser gives now, so run this after changing a command or a flag).
 completion: $(STAMP)
-	$(BIN)/python -c 'from verl_setup.cli import build_parser; from verl_setup.commands.completion_write import write_all; write_all(build_parser())'
+	$(BIN)/python tasks/gen_completion.py
 
 bench: $(STAMP)
 	$(BIN)/python bench/startup.py

@@ -32,7 +32,7 @@ sys.path.insert(0, str(ROOT / "installer"))
 
 from verl_setup import errors  # noqa: E402
 from verl_setup.cli import NESTED, build_parser, parse  # noqa: E402
-from verl_setup.commands import team_config  # noqa: E402
+from verl_setup.plan import team_config  # noqa: E402
 
 DOCS = ROOT / "docs"
 PACKAGE = ROOT / "installer" / "verl_setup"
@@ -340,7 +340,7 @@ def team_config_page() -> str:
     out = [
         "# Config files and their keys",
         "",
-        "Generated from `commands/team_config.py` and the parser by `tasks/gen_docs.py`; do not edit.",
+        "Generated from `plan/team_config.py` and the parser by `tasks/gen_docs.py`; do not edit.",
         "",
         *(inspect.getdoc(team_config) or "").splitlines(),
         "",
@@ -476,7 +476,7 @@ def plan_answer(inputs: dict[str, str]) -> dict[str, Any]:
     The page writes the plan line itself from the selects (plan_argv's flags; the browser test
     holds the two equal)."""
     from verl_setup.commands.common import plan_for  # noqa: PLC0415
-    from verl_setup.commands.reports import plan_text  # noqa: PLC0415
+    from verl_setup.commands.text_output import plan_text  # noqa: PLC0415
     from verl_setup.errors import NoCompatibleRowError  # noqa: PLC0415
 
     try:

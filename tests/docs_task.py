@@ -1,4 +1,4 @@
-"""tasks/gen_docs.py, imported by path (it is a build task, not part of the package)."""
+"""tasks/gen_docs.py and tasks/gen_completion.py, imported by path (build tasks, not part of the package)."""
 
 from __future__ import annotations
 
@@ -9,18 +9,27 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-TASK = Path(__file__).parents[1] / "tasks" / "gen_docs.py"
+TASKS = Path(__file__).parents[1] / "tasks"
 
 
-def gen_docs() -> ModuleType:
-    if "gen_docs" not in sys.modules:
-        spec = importlib.util.spec_from_file_location("gen_docs", TASK)
+def task(name: str) -> ModuleType:
+    """tasks/NAME.py, loaded once."""
+    if name not in sys.modules:
+        spec = importlib.util.spec_from_file_location(name, TASKS / f"{name}.py")
         assert spec is not None
         assert spec.loader is not None
         module = importlib.util.module_from_spec(spec)
-        sys.modules["gen_docs"] = module
+        sys.modules[name] = module
         spec.loader.exec_module(module)
-    return sys.modules["gen_docs"]
+    return sys.modules[name]
+
+
+def gen_docs() -> ModuleType:
+    return task("gen_docs")
+
+
+def gen_completion() -> ModuleType:
+    return task("gen_completion")
 
 
 def committed_grid() -> dict[str, Any]:

@@ -237,7 +237,7 @@ def main_inner(argv: Sequence[str] | None = None) -> int:
     if not args.no_config:
         from pathlib import Path  # noqa: PLC0415
 
-        from verl_setup.commands.team_config import find_config  # noqa: PLC0415  # TOML only then
+        from verl_setup.plan.team_config import find_config  # noqa: PLC0415  # TOML only then
 
         args.team_config = find_config(Path.cwd(), os.environ)
         if args.team_config is not None:

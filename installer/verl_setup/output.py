@@ -15,9 +15,9 @@ from verl_setup.errors import VerlSetupError
 from verl_setup.util.terminal import neutral, raw_stream
 
 # The envelope's version. 2: every --json is {schema, command, ok, error?, data}; 1 was each
-# command's own keys beside "schema"; 4 adds detect's accelerators and smoke. A command's `data`:
-# schemas/COMMAND.json.
-SCHEMA = 4
+# command's own keys beside "schema"; 4 adds detect's accelerators and smoke; 5 detect's OS
+# codename and like (ID_LIKE). A command's `data`: schemas/COMMAND.json.
+SCHEMA = 5
 
 
 def envelope(command: str, data: Mapping[str, Any] | None, *, error: VerlSetupError | None = None) -> str:

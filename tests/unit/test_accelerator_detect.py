@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import FIXTURES, json_data, run_cli
-from verl_setup.commands.reports import host_text
+from verl_setup.commands.text_output import host_text
 from verl_setup.host import amd, ascend
 from verl_setup.host.detect import detect, detect_accelerators
 from verl_setup.host.facts import load_host_file

@@ -10,9 +10,12 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import run_cli
+from tests.docs_task import gen_completion
 from verl_setup.cli import build_parser
 from verl_setup.commands.completion import FOLDER
-from verl_setup.commands.completion_write import script_path, scripts, walk, write_all
+
+TASK = gen_completion()  # tasks/gen_completion.py: `make completion`
+script_path, scripts, walk, write_all = TASK.script_path, TASK.scripts, TASK.walk, TASK.write_all
 
 
 def script(shell: str, tmp_path: Path) -> Path:

@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import json_data, run_cli
-from verl_setup.commands import team_config
 from verl_setup.commands.common import wheel_sources
 from verl_setup.errors import BadInputError
+from verl_setup.plan import team_config
 
 GPU_NODE = ("plan", "--driver", "580.95.05", "--gpu", "H100")
 

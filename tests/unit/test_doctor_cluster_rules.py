@@ -265,7 +265,7 @@ def test_the_engine_variable_table_rejects_a_bad_entry(tmp_path: Path) -> None:
 
 
 def test_sized_all_gather_verdicts_against_the_timeout() -> None:
-    from verl_setup.doctor.checks.collective_size import judge_sized  # noqa: PLC0415
+    from verl_setup.doctor.checks.collective.sized import judge_sized  # noqa: PLC0415
 
     numel = 823186976  # verl#5750's NumelOut
     ranks = [{"rank": 0, "sized_seconds": 12.0}, {"rank": 1, "sized_seconds": 20.0}]

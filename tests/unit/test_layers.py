@@ -195,10 +195,10 @@ def test_commands_run_no_program_and_read_no_manifest() -> None:
     banned_modules = ("subprocess", "verl_setup.util.runner", "verl_setup.util.uvbin")
     banned_names = ("MANIFEST", "from_manifest", "find_uv")
     offenders = []
-    for path in sorted((PACKAGE / "commands").glob("*.py")):
+    for path in sorted((PACKAGE / "commands").rglob("*.py")):
         tree = ast.parse(path.read_text(encoding="utf-8"))
         for node in ast.walk(tree):
-            where = f"{path.name}:{getattr(node, 'lineno', 0)}"
+            where = f"{path.relative_to(PACKAGE)}:{getattr(node, 'lineno', 0)}"
             if isinstance(node, ast.Import) and any(a.name in banned_modules for a in node.names):
                 offenders.append(where)
             if isinstance(node, ast.ImportFrom) and (node.module or "") in banned_modules:
@@ -208,3 +208,14 @@ def test_commands_run_no_program_and_read_no_manifest() -> None:
             if isinstance(node, ast.Attribute) and ast.unparse(node) == "os.environ":
                 offenders.append(where)
     assert offenders == []
+
+
+def test_no_two_public_classes_share_a_name() -> None:
+    """One name per concept: two classes named alike are either one concept (share one) or two
+    (name them for how they differ: verify's Mismatch, proof's ProofStep, diagnose's LogFinding)."""
+    where: dict[str, list[str]] = {}
+    for path in sorted(PACKAGE.rglob("*.py")):
+        for node in ast.parse(path.read_text(encoding="utf-8")).body:
+            if isinstance(node, ast.ClassDef) and not node.name.startswith("_"):
+                where.setdefault(node.name, []).append(str(path.relative_to(PACKAGE)))
+    assert {name: paths for name, paths in where.items() if len(paths) > 1} == {}

@@ -11,7 +11,7 @@ from verl_setup.doctor.probes.network import route_interface
 NCCL = FIXTURES / "nccl"
 
 
-def causes(name: str, **kwargs: object) -> dict[str, nccl_log.Diagnosis]:
+def causes(name: str, **kwargs: object) -> dict[str, nccl_log.NcclCause]:
     text = (NCCL / name).read_text(encoding="utf-8")
     return {d.cause: d for d in nccl_log.classify(text, **kwargs)}  # type: ignore[arg-type]
 

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
 
+from verl_setup.host.distribution import read_distribution
 from verl_setup.host.system import os_facts
 
 FIXTURES = Path(__file__).parent.parent / "fixtures" / "os-release"
@@ -59,3 +61,63 @@ def test_single_quotes_and_escapes_are_read_as_the_shell_reads_them(tmp_path: Pa
 def test_no_os_release_at_all(tmp_path: Path) -> None:
     facts = os_facts(tmp_path)
     assert (facts.distro, facts.distro_version) == (None, None)
+
+
+def test_codename_and_like_come_with_the_source_of_each_fact(tmp_path: Path) -> None:
+    facts = os_facts(root_with(tmp_path, (FIXTURES / "ubuntu16").read_text(encoding="utf-8")))
+    assert (facts.distro, facts.distro_version, facts.codename, facts.like) == (
+        "ubuntu",
+        "16.04",
+        "xenial",
+        ("debian",),
+    )
+    assert facts.source.startswith("distro, distro_version, codename, like: /etc/os-release; ")
+    assert "kernel, arch: uname" in facts.source
+
+
+def test_an_empty_version_codename_says_there_is_none(tmp_path: Path) -> None:
+    # os-release(5): a distribution without codenames may set VERSION_CODENAME="" on purpose.
+    facts = os_facts(
+        root_with(tmp_path, 'ID=fedora\nVERSION_ID=30\nVERSION="30 (Thirty)"\nVERSION_CODENAME=""\n')
+    )
+    assert (facts.distro, facts.codename) == ("fedora", None)
+
+
+def test_a_system_without_os_release_is_read_from_its_older_release_file(tmp_path: Path) -> None:
+    # CentOS 5 has no os-release: only /etc/centos-release (and redhat-release linking to it).
+    root = root_with(
+        tmp_path, (FIXTURES / "centos5-centos-release").read_text(encoding="utf-8"), "etc/centos-release"
+    )
+    release = read_distribution(root)
+    assert (release.id, release.version, release.codename) == ("centos", "5.11", "Final")
+    assert release.sources == dict.fromkeys(("id", "version", "codename"), "/etc/centos-release")
+
+
+@pytest.mark.subprocess  # the recorded lsb_release stand-in
+def test_lsb_release_fills_in_what_os_release_does_not_state(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Debian 13 before its release: os-release has no VERSION_ID; lsb_release states one.
+    monkeypatch.setenv("PATH", f"{FIXTURES / 'lsb'}{os.pathsep}{os.environ['PATH']}")
+    root = root_with(tmp_path, "ID=debian\n")
+    release = read_distribution(root, lsb=True)
+    assert (release.id, release.version, release.codename) == ("debian", "14.04", "trusty")
+    assert release.sources == {
+        "id": "/etc/os-release",
+        "version": "lsb_release -a",
+        "codename": "lsb_release -a",
+    }
+    assert read_distribution(root).version is None  # a tree under another root: files only
+
+
+@pytest.mark.subprocess
+def test_no_lsb_release_on_path_is_no_fact(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PATH", str(tmp_path / "empty"))
+    release = read_distribution(root_with(tmp_path, "ID=debian\n"), lsb=True)
+    assert (release.id, release.version, release.sources) == ("debian", None, {"id": "/etc/os-release"})
+
+
+def test_an_os_release_that_is_not_utf8_is_read_as_far_as_it_goes(tmp_path: Path) -> None:
+    (tmp_path / "etc").mkdir()
+    (tmp_path / "etc/os-release").write_bytes(b'ID=debian\nNAME="D\xe9bian"\n')  # Latin-1, not UTF-8
+    assert read_distribution(tmp_path).id == "debian"

@@ -12,10 +12,10 @@ import yaml
 from tests.conftest import run_cli
 from verl_setup.errors import BadInputError
 from verl_setup.matrix.load import load_matrix
-from verl_setup.matrix.proof import Evidence, load_proof, record
+from verl_setup.matrix.proof import ProofStep, load_proof, record
 from verl_setup.util.paths import data_dir
 
-EVIDENCE = Evidence(date="2026-12-01", tool="verl-setup test", detail={"python": "3.12.1"})
+EVIDENCE = ProofStep(date="2026-12-01", tool="verl-setup test", detail={"python": "3.12.1"})
 
 
 def copy_matrix(tmp_path: Path) -> Path:
@@ -104,7 +104,7 @@ def test_a_row_proven_without_an_extension_never_reads_as_the_whole_stack(tmp_pa
     path = copy_matrix(tmp_path)
     matrix = load_matrix(path)
     row = matrix.row("verl0.9-vllm0.24.0")
-    reduced = Evidence(
+    reduced = ProofStep(
         date="2026-12-01",
         tool="verl-setup test",
         detail={"extensions": {"flash-attn": {"mode": "without", "source": None}}},
@@ -116,7 +116,7 @@ def test_a_row_proven_without_an_extension_never_reads_as_the_whole_stack(tmp_pa
     listed = run_cli("matrix", "list", "--matrix", str(path))
     (line,) = [x for x in listed.out.splitlines() if x.startswith("verl0.9-vllm0.24.0 ")]
     assert "imports (without flash-attn)" in line
-    whole = Evidence(
+    whole = ProofStep(
         date="2026-12-01",
         tool="verl-setup test",
         detail={"extensions": {"flash-attn": {"mode": "wheel", "source": "verl-wheelhouse"}}},

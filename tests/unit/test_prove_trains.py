@@ -14,7 +14,8 @@ import pytest
 
 from verl_setup.maintenance import prove
 from verl_setup.matrix.load import load_matrix
-from verl_setup.matrix.proof import LEVELS, Evidence, RowProof
+from verl_setup.matrix.proof import LEVELS, ProofStep, RowProof
+from verl_setup.output import SCHEMA
 
 REPO = Path(__file__).resolve().parents[2]
 MATRIX = load_matrix()
@@ -42,7 +43,8 @@ def run_trains(
 
     def cli(argv: Sequence[str], _env: Mapping[str, str]) -> tuple[int, str, str, float]:
         calls.append(list(argv))
-        out = json.dumps({"schema": 4, "command": "smoke", "ok": bool(data and data["ok"]), "data": data})
+        ok = bool(data and data["ok"])
+        out = json.dumps({"schema": SCHEMA, "command": "smoke", "ok": ok, "data": data})
         return (0 if data and data["ok"] else 5), out, "", 150.0
 
     monkeypatch.setattr(prove, "_cli", cli)
@@ -86,7 +88,7 @@ def test_a_failed_smoke_names_its_stage(monkeypatch: pytest.MonkeyPatch) -> None
 
 def test_trains_sits_between_imports_and_gpu() -> None:
     assert LEVELS == ("resolves", "installs", "imports", "trains", "gpu")
-    steps = {n: Evidence(date="2026-12-07", tool="t") for n in ("resolves", "installs", "imports", "trains")}
+    steps = {n: ProofStep(date="2026-12-07", tool="t") for n in ("resolves", "installs", "imports", "trains")}
     assert RowProof(row_sha256="x", steps=steps).level() == "trains"
     del steps["imports"]
     assert RowProof(row_sha256="x", steps=steps).level() == "installs"

@@ -14,12 +14,12 @@ from hypothesis import strategies as st
 
 from tests.conftest import host
 from tests.render_scenarios import SCENARIOS, Scenario, plan_for, render_scenario
-from verl_setup.commands.team_config import find_team_config
 from verl_setup.errors import BadInputError
 from verl_setup.matrix.load import load_matrix
 from verl_setup.plan.request import Request
 from verl_setup.plan.select import plan_row
 from verl_setup.plan.target import build_target
+from verl_setup.plan.team_config import find_team_config
 from verl_setup.render.quoting import toml
 from verl_setup.render.templates import TARGETS, RenderedFile, RenderOptions, expand_targets, render
 

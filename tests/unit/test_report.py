@@ -8,8 +8,8 @@ import pytest
 
 from tests.conftest import FIXTURES, host
 from verl_setup.cli import main_inner
-from verl_setup.commands.bugreport import GITHUB_COMMENT_LIMIT, Section, markdown
-from verl_setup.commands.reports import host_text
+from verl_setup.commands.report import GITHUB_COMMENT_LIMIT, Section, markdown
+from verl_setup.commands.text_output import host_text
 from verl_setup.util.secrets import mask
 
 RECORDED_HOST = FIXTURES / "hosts" / "rtx-a5000x2-590.44.01.json"

@@ -9,7 +9,7 @@ from verl_setup.environment.lock import parse, render
 from verl_setup.environment.verify import (
     Dist,
     Expected,
-    Finding,
+    Mismatch,
     Report,
     Snapshot,
     compare,
@@ -32,7 +32,7 @@ def snapshot(*dists: tuple[str, str], python: str = "3.12.3", where: str = "/env
     )
 
 
-def kinds(findings: list[Finding]) -> set[tuple[str, str]]:
+def kinds(findings: list[Mismatch]) -> set[tuple[str, str]]:
     return {(f.kind, f.name) for f in findings}
 
 

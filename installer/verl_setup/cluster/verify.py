@@ -15,7 +15,7 @@ from typing import Any, TextIO
 
 from verl_setup.cluster.ray_tasks import loopback_env, run_on_every_node
 from verl_setup.environment.lock import Lock
-from verl_setup.environment.verify import PROBE_FUNCTION, Expected, Finding, Snapshot, compare, from_lock
+from verl_setup.environment.verify import PROBE_FUNCTION, Expected, Mismatch, Snapshot, compare, from_lock
 from verl_setup.errors import CheckFailedError
 from verl_setup.output import envelope
 
@@ -72,23 +72,23 @@ def probe_cluster(
     ]
 
 
-def compare_nodes(nodes: list[Node], lock: Lock | None) -> list[tuple[Node, list[Finding], list[str]]]:
+def compare_nodes(nodes: list[Node], lock: Lock | None) -> list[tuple[Node, list[Mismatch], list[str]]]:
     """Each node against the head (exact Python, platform, every distribution) and the lock."""
     head = next((n.snapshot for n in nodes if n.head and n.snapshot), None)
     results = []
     for node in nodes:
-        findings: list[Finding] = []
+        findings: list[Mismatch] = []
         notes: list[str] = []
         snap = node.snapshot
         if snap is None:
-            findings.append(Finding(kind="unreachable", name=node.node_id[:8], note=node.error or ""))
+            findings.append(Mismatch(kind="unreachable", name=node.node_id[:8], note=node.error or ""))
         elif head is not None:
             for what, mine, theirs in (
                 ("python", snap.python, head.python),
                 ("platform", snap.platform, head.platform),
             ):
                 if mine != theirs:
-                    findings.append(Finding(kind="python", name=what, expected=theirs, found=mine))
+                    findings.append(Mismatch(kind="python", name=what, expected=theirs, found=mine))
             own, more = compare(snap, Expected(source="the head", pins=head.versions(), complete=True))
             findings += own
             notes += more
@@ -134,7 +134,7 @@ def verify_cluster(
     return 0
 
 
-def _text(address: str, results: list[tuple[Node, list[Finding], list[str]]], lock: Lock | None) -> str:
+def _text(address: str, results: list[tuple[Node, list[Mismatch], list[str]]], lock: Lock | None) -> str:
     against = "the head" + (f" and lock {lock.path.name}" if lock else "")
     lines = [f"Ray cluster at {address}: {len(results)} alive nodes, each compared with {against}"]
     for node, _, _ in results:
@@ -154,7 +154,7 @@ def _text(address: str, results: list[tuple[Node, list[Finding], list[str]]], lo
 
 
 def _json(
-    address: str, results: list[tuple[Node, list[Finding], list[str]]], lock: Lock | None
+    address: str, results: list[tuple[Node, list[Mismatch], list[str]]], lock: Lock | None
 ) -> dict[str, Any]:
     return {
         "address": address,

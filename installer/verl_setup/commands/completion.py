@@ -1,5 +1,5 @@
 """`verl-setup completion bash|zsh|fish`: print the completion script written at build time from the
-parser (commands/completion_write.py, `make completion`), so it costs no parser and TAB runs no
+parser (tasks/gen_completion.py, `make completion`), so it costs no parser and TAB runs no
 Python."""
 
 from __future__ import annotations

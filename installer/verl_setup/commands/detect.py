@@ -8,7 +8,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TextIO
 
-from verl_setup.commands.reports import host_text
+from verl_setup.commands.text_output import host_text
 from verl_setup.errors import BadInputError
 from verl_setup.host.detect import detect
 from verl_setup.output import envelope

@@ -9,7 +9,7 @@ from typing import TextIO
 
 from verl_setup.commands.common import extension_requests, plan_for, user_packages, wheel_sources
 from verl_setup.commands.flags import add_plan_flags, add_recipe_flags
-from verl_setup.commands.reports import plan_text
+from verl_setup.commands.text_output import plan_text
 from verl_setup.output import envelope
 
 

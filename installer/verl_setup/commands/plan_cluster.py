@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import TextIO
 
 from verl_setup.commands.common import plan_inputs
-from verl_setup.commands.reports import selected_lines
+from verl_setup.commands.text_output import selected_lines
 from verl_setup.host.cluster_file import load_cluster
 from verl_setup.matrix.load import load_matrix
 from verl_setup.output import envelope

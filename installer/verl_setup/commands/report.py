@@ -5,20 +5,58 @@ masked; every section is cut to a budget so that the block fits in one GitHub co
 from __future__ import annotations
 
 import argparse
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TextIO
 
-from verl_setup.commands.bugreport import Section, markdown
+from verl_setup import __version__
 from verl_setup.commands.common import plan_for
 from verl_setup.commands.flags import add_plan_flags
-from verl_setup.commands.reports import host_text, plan_text
+from verl_setup.commands.text_output import host_text, plan_text
 from verl_setup.errors import VerlSetupError
 from verl_setup.util.bounded import one_line
+from verl_setup.util.secrets import mask
 from verl_setup.util.vocab import CHECK_IDS
 
 # Doctor checks that read files and probes only (no throwaway Ray, no collective): seconds.
 QUICK_CHECKS = ("python", "cuda", "gpu-memory", "memory", "hf-cache")
+GITHUB_COMMENT_LIMIT = 65536  # characters GitHub accepts in one issue comment
+BUDGET = 60_000  # what the report may use, leaving room for the user's own words
+SECTION_LINES = 80
+LINE_CHARS = 500
+
+
+@dataclass(frozen=True, kw_only=True)
+class Section:
+    """A titled block of plain text (shown as a code block)."""
+
+    title: str
+    text: str
+
+
+def clip(text: str, max_lines: int, line_chars: int = LINE_CHARS) -> str:
+    """At most `max_lines` lines of at most `line_chars` characters; says how much was cut."""
+    lines = text.rstrip("\n").splitlines()
+    cut = [ln if len(ln) <= line_chars else ln[: line_chars - 3] + "..." for ln in lines[:max_lines]]
+    if len(lines) > max_lines:
+        cut.append(f"... {len(lines) - max_lines} more lines")
+    return "\n".join(cut)
+
+
+def markdown(sections: Sequence[Section], *, env: Mapping[str, str] | None = None, home: bool = False) -> str:
+    """One <details> block with a code block per section, masked, under BUDGET characters."""
+    lines_each = SECTION_LINES
+    while True:
+        parts = [f"<details><summary>verl-setup {__version__} report</summary>", ""]
+        for s in sections:
+            body = clip(mask(s.text, env=env, home=home), lines_each).replace("```", "'''")  # mask, then cut
+            parts += [f"### {s.title}", "", "```", body, "```", ""]
+        parts.append("</details>")
+        out = "\n".join(parts) + "\n"
+        if len(out) <= BUDGET or lines_each <= 5:
+            return out if len(out) <= BUDGET else out[: BUDGET - 40] + "\n```\n(report cut)\n</details>\n"
+        lines_each //= 2
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:

@@ -13,7 +13,7 @@ from verl_setup.diagnose.explain_accel import cann_missing
 from verl_setup.diagnose.explain_cluster import nccl_connect, nccl_timeout, resource_wait, worker_died
 from verl_setup.diagnose.explain_memory import cuda_oom, kernel_oom, kv_cache, ray_memory
 from verl_setup.diagnose.explain_runtime import crash_signal, gpu_memory_busy, nccl_error, ray_gcs
-from verl_setup.diagnose.finding import Finding, evidence_of
+from verl_setup.diagnose.finding import LogFinding, evidence_of
 from verl_setup.diagnose.rules import BY_ID, ClassId
 from verl_setup.diagnose.scan import Hit
 
@@ -22,7 +22,7 @@ _STRUCT = re.compile(r"Key '(?P<leaf>[^']+)' is not in struct")
 _FULL = re.compile(r"full_key: (?P<full>\S+)")
 
 
-def hydra(hits: Sequence[Hit]) -> Finding:
+def hydra(hits: Sequence[Hit]) -> LogFinding:
     """A Hydra/OmegaConf error: the key it could not set, or the override it could not parse."""
     facts: dict[str, str] = {}
     for hit in hits:
@@ -55,7 +55,7 @@ def hydra(hits: Sequence[Hit]) -> Finding:
             "`verl-setup doctor --check launch -- <launch>` checks every override against the target's "
             "config",
         )
-    return Finding(
+    return LogFinding(
         cls="hydra", tier=0, summary=summary, evidence=evidence_of(hits), remedy=remedy, facts=facts
     )
 
@@ -65,7 +65,7 @@ _SYMBOL = re.compile(r"undefined symbol: (?P<symbol>\S+)")
 _ATN = re.compile(r"Could not deserialize ATN with version \d+ \(expected \d+\)")
 
 
-def import_error(hits: Sequence[Hit]) -> Finding:
+def import_error(hits: Sequence[Hit]) -> LogFinding:
     """A module that does not import: `verify` would have caught it before launch."""
     if (cann := cann_missing(hits)) is not None:  # an Ascend env without CANN's libraries
         return cann
@@ -91,7 +91,7 @@ def import_error(hits: Sequence[Hit]) -> Finding:
         "--ray-address, on every Ray node); `verl-setup doctor` checks the pins in a second",
         "install the row's exact pins (`verl-setup install`) rather than adding packages by hand",
     )
-    return Finding(
+    return LogFinding(
         cls="import-error", tier=0, summary=summary, evidence=evidence_of(hits), remedy=remedy, facts=facts
     )
 
@@ -103,10 +103,10 @@ def explain(
     *,
     as_verdict: bool,
     context: Mapping[str, Sequence[Hit]] | None = None,
-) -> Finding:
+) -> LogFinding:
     """The finding for one class from its hits (in reading order); `context` holds the lines of
     the context rules (the launch line)."""
-    simple: dict[str, Callable[[Sequence[Hit]], Finding]] = {
+    simple: dict[str, Callable[[Sequence[Hit]], LogFinding]] = {
         "ray-memory-monitor": ray_memory, "kernel-oom": kernel_oom,
         "kv-cache-memory": kv_cache, "nccl-connect": nccl_connect, "resource-wait": resource_wait,
         "hydra": hydra, "import-error": import_error, "ray-gcs": ray_gcs, "gpu-memory-busy": gpu_memory_busy,

@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Sequence
 
-from verl_setup.diagnose.finding import Finding, evidence_of
+from verl_setup.diagnose.finding import LogFinding, evidence_of
 from verl_setup.diagnose.scan import Hit
 
 _CODE = re.compile(r"error code is (?P<code>\d+)|errNo\[(?P<errno>0x[0-9A-Fa-f]+)\]")
@@ -21,7 +21,7 @@ _OOM = re.compile(
 _RCCL = re.compile(r"NCCL WARN (?P<what>.+)$")
 
 
-def hccl_init(hits: Sequence[Hit]) -> Finding:
+def hccl_init(hits: Sequence[Hit]) -> LogFinding:
     """HCCL could not build a communicator: ranks disagree on devices, CANN vs driver, a stale process."""
     facts: dict[str, str] = {}
     for hit in hits:
@@ -30,7 +30,7 @@ def hccl_init(hits: Sequence[Hit]) -> Finding:
         if (r := _RANK.search(hit.text)) and "rank" not in facts:
             facts["rank"] = r["rank"]
     code = f" (error {facts['code']})" if "code" in facts else ""
-    return Finding(
+    return LogFinding(
         cls="hccl-init",
         tier=0,
         summary=f"HCCL could not initialise its communicator{code}: the NPU collectives never started",
@@ -48,9 +48,9 @@ def hccl_init(hits: Sequence[Hit]) -> Finding:
     )
 
 
-def hccl_timeout(hits: Sequence[Hit]) -> Finding:
+def hccl_timeout(hits: Sequence[Hit]) -> LogFinding:
     """EI0006: a rank waited for a peer past HCCL's connect timeout (a symptom of that peer)."""
-    return Finding(
+    return LogFinding(
         cls="hccl-timeout",
         tier=1,
         summary="HCCL timed out waiting for another rank (EI0006): that rank was stuck or had failed",
@@ -64,7 +64,7 @@ def hccl_timeout(hits: Sequence[Hit]) -> Finding:
     )
 
 
-def npu_oom(hits: Sequence[Hit]) -> Finding:
+def npu_oom(hits: Sequence[Hit]) -> LogFinding:
     """torch_npu's allocator ran out of NPU memory (rollout or training)."""
     facts: dict[str, str] = {}
     for hit in hits:
@@ -76,7 +76,7 @@ def npu_oom(hits: Sequence[Hit]) -> Finding:
         if len(facts) == 4
         else ""
     )
-    return Finding(
+    return LogFinding(
         cls="npu-oom",
         tier=0,
         summary=f"the NPU ran out of memory{figures}",
@@ -93,10 +93,10 @@ def npu_oom(hits: Sequence[Hit]) -> Finding:
     )
 
 
-def rccl(hits: Sequence[Hit]) -> Finding:
+def rccl(hits: Sequence[Hit]) -> LogFinding:
     """RCCL (ROCm's NCCL) failed: its WARN line names the failing call."""
     what = next((m["what"].strip() for h in hits if (m := _RCCL.search(h.text))), "")
-    return Finding(
+    return LogFinding(
         cls="rccl",
         tier=0,
         summary=f"RCCL failed{': ' + what[:160] if what else ''}",
@@ -117,14 +117,14 @@ _CANN_LIB = re.compile(
 )
 
 
-def cann_missing(hits: Sequence[Hit]) -> Finding | None:
+def cann_missing(hits: Sequence[Hit]) -> LogFinding | None:
     """An import that failed because CANN's libraries are not loadable (set_env.sh not sourced, or no
     CANN at all); None for any other import error. torch loads torch_npu at import, so even
     `import torch` fails this way (recorded: tests/fixtures/diagnose/SOURCES.md)."""
     lib = next((m["lib"] for h in hits if (m := _CANN_LIB.search(h.text))), None)
     if lib is None:
         return None
-    return Finding(
+    return LogFinding(
         cls="import-error",
         tier=0,
         summary=f"CANN's {lib} cannot be loaded: torch_npu (which torch loads at import) needs CANN",
@@ -139,7 +139,7 @@ def cann_missing(hits: Sequence[Hit]) -> Finding | None:
     )
 
 
-EXPLAINERS: dict[str, Callable[[Sequence[Hit]], Finding]] = {
+EXPLAINERS: dict[str, Callable[[Sequence[Hit]], LogFinding]] = {
     "hccl-init": hccl_init,
     "hccl-timeout": hccl_timeout,
     "npu-oom": npu_oom,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from verl_setup.diagnose.finding import Evidence, Finding, evidence_of, near
+from verl_setup.diagnose.finding import LogEvidence, LogFinding, evidence_of, near
 from verl_setup.diagnose.scan import Hit
 from verl_setup.diagnose.silent_ranks import never_reported
 from verl_setup.diagnose.workers import last_traceback
@@ -34,7 +34,7 @@ def _rank(line: str) -> int | None:
     return int(m[1]) if m else None
 
 
-def nccl_timeout(hits: Sequence[Hit], *, as_verdict: bool, launch: Sequence[Hit] = ()) -> Finding:
+def nccl_timeout(hits: Sequence[Hit], *, as_verdict: bool, launch: Sequence[Hit] = ()) -> LogFinding:
     """An NCCL watchdog timeout: OpType, Numel, which ranks reported it and which did not."""
     facts: dict[str, str] = {}
     reported: set[int] = set()
@@ -89,7 +89,7 @@ def nccl_timeout(hits: Sequence[Hit], *, as_verdict: bool, launch: Sequence[Hit]
             "one node that hangs inside it: GPU peer-to-peer is blocked (PCIe ACS, a VM or container); "
             "try NCCL_P2P_DISABLE=1, and read NCCL_DEBUG=INFO's transport lines",
         )
-        return Finding(
+        return LogFinding(
             cls="nccl-timeout", tier=1, summary=summary, evidence=evidence_of(hits), remedy=remedy,
             facts=facts,
         )  # fmt: skip
@@ -107,7 +107,7 @@ def nccl_timeout(hits: Sequence[Hit], *, as_verdict: bool, launch: Sequence[Hit]
         "if the link is healthy but slow for a buffer this size, raise actor_rollout_ref.nccl_timeout "
         "(seconds; verl 0.9 defaults to 600)",
     )  # fmt: skip
-    return Finding(
+    return LogFinding(
         cls="nccl-timeout", tier=1, summary=summary, evidence=evidence_of(hits), remedy=remedy, facts=facts
     )
 
@@ -117,7 +117,7 @@ _CONNECT = re.compile(r"Connect to (?P<addr>\S+?)<(?P<port>\d+)> failed(?: : (?P
 _POLL = re.compile(r"connect to (?P<addr>[\w.:%-]+?)(?::(?P<port>\d+)\b|<(?P<port2>\d+)>)")
 
 
-def nccl_connect(hits: Sequence[Hit]) -> Finding:
+def nccl_connect(hits: Sequence[Hit]) -> LogFinding:
     """`socketStartConnect: Connect to <addr> failed`, by the address's class."""
     addr, port = "?", "?"
     for hit in hits:
@@ -142,7 +142,7 @@ def nccl_connect(hits: Sequence[Hit]) -> Finding:
             "`ray start` (Ray workers inherit its environment)",
             "`verl-setup doctor --check collective` shows which interface NCCL picks on each node",
         )
-    return Finding(
+    return LogFinding(
         cls="nccl-connect", tier=0, summary=f"NCCL could not connect to {addr} port {port} ({kind})",
         evidence=evidence_of(hits), remedy=remedy, facts=facts,
     )  # fmt: skip
@@ -157,7 +157,7 @@ _WORKER_ID = re.compile(r"(?:Worker ID: |on worker |worker_id=)([0-9a-f]{56})")
 _EXIT = re.compile(r"Worker exit type: (\w+) Worker exit detail: ([^.]*)")
 
 
-def worker_died(hits: Sequence[Hit], session_logs: Sequence[str], *, as_verdict: bool) -> Finding:
+def worker_died(hits: Sequence[Hit], session_logs: Sequence[str], *, as_verdict: bool) -> LogFinding:
     """A Ray worker died: its pid, its exit, and its own last traceback from its .err."""
     facts: dict[str, str] = {}
     for hit in hits:
@@ -179,7 +179,7 @@ def worker_died(hits: Sequence[Hit], session_logs: Sequence[str], *, as_verdict:
         remedy.append(_pod_limit_remedy())
     found = last_traceback(session_logs, facts.get("pid"), facts.get("worker_id"))
     if found is not None:
-        evidence.append(Evidence(path=found.path, line=found.line, text=found.text))
+        evidence.append(LogEvidence(path=found.path, line=found.line, text=found.text))
         facts["last_error"] = found.text
         remedy.append(f"the worker's own last error is {found.text!r} ({found.path}:{found.line}): fix that")
     elif as_verdict:
@@ -195,7 +195,7 @@ def worker_died(hits: Sequence[Hit], session_logs: Sequence[str], *, as_verdict:
     exit_ = f": {facts['exit']}, {facts['exit_detail']}" if "exit" in facts else ""
     if "k8s_memory_hint" in facts:
         exit_ += "; Ray says it may have exceeded the Kubernetes pod's memory limit"
-    return Finding(
+    return LogFinding(
         cls="worker-died", tier=1, summary=f"{who} died{exit_}", evidence=tuple(evidence),
         remedy=tuple(remedy), facts=facts,
     )  # fmt: skip
@@ -228,7 +228,7 @@ _RAYLET_GPUS = re.compile(
 )
 
 
-def resource_wait(hits: Sequence[Hit]) -> Finding:
+def resource_wait(hits: Sequence[Hit]) -> LogFinding:
     """A placement group or resource request that the cluster cannot satisfy."""
     facts: dict[str, str] = {}
     for hit in hits:
@@ -268,6 +268,6 @@ def resource_wait(hits: Sequence[Hit]) -> Finding:
         "a CPU shortfall per bundle: pass ray_kwargs.ray_init.num_cpus, or start Ray with --num-cpus",
         "`verl-setup doctor --check ray -- <launch>` compares the request with the cluster before launch",
     )
-    return Finding(
+    return LogFinding(
         cls="resource-wait", tier=0, summary=summary, evidence=evidence_of(hits), remedy=remedy, facts=facts
     )

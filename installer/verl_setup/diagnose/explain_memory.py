@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from verl_setup.diagnose.finding import Finding, evidence_of, near
+from verl_setup.diagnose.finding import LogFinding, evidence_of, near
 from verl_setup.diagnose.launch import launch_values
 from verl_setup.diagnose.oom_fragments import fragmentation_remedy
 from verl_setup.diagnose.oom_plan import plan_lines
@@ -36,7 +36,7 @@ HOST_MEMORY_REMEDY = (
 )
 
 
-def ray_memory(hits: Sequence[Hit]) -> Finding:
+def ray_memory(hits: Sequence[Hit]) -> LogFinding:
     """Ray's memory monitor: which worker, at what usage, against which threshold."""
     facts: dict[str, str] = {}
     for hit in hits:
@@ -72,7 +72,7 @@ def ray_memory(hits: Sequence[Hit]) -> Finding:
         "Ray kills at RAY_memory_usage_threshold (default 0.95), read when `ray start` runs: raising it "
         "only hands the kill to the kernel's OOM killer",
     )
-    return Finding(
+    return LogFinding(
         cls="ray-memory-monitor",
         tier=0,
         summary=summary,
@@ -87,7 +87,7 @@ _SLURM = re.compile(r"Detected (?P<n>\d+) oom-kill event\(s\) in (?P<step>\S+?)\
 _EVENTS = re.compile(r"^oom_kill (?P<n>\d+)")
 
 
-def kernel_oom(hits: Sequence[Hit]) -> Finding:
+def kernel_oom(hits: Sequence[Hit]) -> LogFinding:
     """The kernel's OOM killer, a cgroup's limit, or Slurm's cgroup report."""
     facts: dict[str, str] = {}
     scope = "the kernel's OOM killer (host memory)"
@@ -118,7 +118,7 @@ def kernel_oom(hits: Sequence[Hit]) -> Finding:
         "or lower what the workers hold:",
         *HOST_MEMORY_REMEDY,
     )
-    return Finding(
+    return LogFinding(
         cls="kernel-oom",
         tier=0,
         summary=f"{scope} killed {what}",
@@ -166,7 +166,7 @@ def side(hit: Hit) -> str:
     return "unknown"
 
 
-def cuda_oom(hits: Sequence[Hit], launch: Sequence[Hit] = ()) -> Finding:
+def cuda_oom(hits: Sequence[Hit], launch: Sequence[Hit] = ()) -> LogFinding:
     """CUDA OOM: in the trainer or in the rollout engine, with the figures torch printed; with the
     run's launch line, the planner's estimate and what would have fit."""
     hit = hits[0]
@@ -229,7 +229,7 @@ def cuda_oom(hits: Sequence[Hit], launch: Sequence[Hit] = ()) -> Finding:
     label = {"trainer": "in the trainer (FSDP/Megatron)", "rollout": "in the rollout engine"}.get(
         where, "(the traceback does not say whether trainer or rollout)"
     )
-    return Finding(
+    return LogFinding(
         cls="cuda-oom", tier=0, summary=f"CUDA ran out of GPU memory {label}{figures}",
         evidence=evidence_of(hits), remedy=remedy, facts=facts,
     )  # fmt: skip
@@ -246,7 +246,7 @@ _KV_V1 = re.compile(
 )
 
 
-def kv_cache(hits: Sequence[Hit]) -> Finding:
+def kv_cache(hits: Sequence[Hit]) -> LogFinding:
     """vLLM/SGLang found no room for the KV cache after loading the weights, or too little for one
     sequence of max_model_len tokens."""
     engine = "SGLang" if "mem-fraction-static" in hits[0].text else "vLLM"
@@ -280,6 +280,6 @@ def kv_cache(hits: Sequence[Hit]) -> Finding:
         "weights, or lower actor_rollout_ref.rollout.max_model_len (data.max_prompt_length + "
         "data.max_response_length)",
     )
-    return Finding(
+    return LogFinding(
         cls="kv-cache-memory", tier=0, summary=summary, evidence=evidence_of(hits), remedy=remedy, facts=facts
     )

@@ -7,13 +7,13 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from verl_setup.diagnose.finding import Finding, evidence_of
+from verl_setup.diagnose.finding import LogFinding, evidence_of
 from verl_setup.diagnose.scan import Hit
 
 _GCS = re.compile(r"Failed to connect to GCS at address (?P<address>\S*?)(?: within|\.?$)")
 
 
-def ray_gcs(hits: Sequence[Hit]) -> Finding:
+def ray_gcs(hits: Sequence[Hit]) -> LogFinding:
     """`Failed to connect to GCS at address A`: no Ray head answers at the address given."""
     facts: dict[str, str] = {}
     for hit in hits:
@@ -45,8 +45,8 @@ def ray_gcs(hits: Sequence[Hit]) -> Finding:
             "`verl-setup doctor --check ray -- <launch>` names the stale record and the address before "
             "launch",
         )
-    return Finding(cls="ray-gcs", tier=0, summary=summary, evidence=evidence_of(hits), remedy=remedy,
-                   facts=facts)  # fmt: skip
+    return LogFinding(cls="ray-gcs", tier=0, summary=summary, evidence=evidence_of(hits), remedy=remedy,
+                      facts=facts)  # fmt: skip
 
 
 _FREE = re.compile(
@@ -55,7 +55,7 @@ _FREE = re.compile(
 )
 
 
-def gpu_memory_busy(hits: Sequence[Hit]) -> Finding:
+def gpu_memory_busy(hits: Sequence[Hit]) -> LogFinding:
     """vLLM found less free GPU memory at start than gpu_memory_utilization asks for."""
     facts: dict[str, str] = {}
     if m := _FREE.search(hits[0].text):
@@ -76,8 +76,8 @@ def gpu_memory_busy(hits: Sequence[Hit]) -> Finding:
         f"({float(facts.get('free', 0)) / max(float(facts.get('total', 1)), 1e-9):.2f} here)",
         "`verl-setup doctor --check fit -- <launch>` estimates the trainer's share before launch",
     )
-    return Finding(cls="gpu-memory-busy", tier=0, summary=summary, evidence=evidence_of(hits), remedy=remedy,
-                   facts=facts)  # fmt: skip
+    return LogFinding(cls="gpu-memory-busy", tier=0, summary=summary, evidence=evidence_of(hits),
+                      remedy=remedy, facts=facts)  # fmt: skip
 
 
 _SIGNAL = re.compile(r"\*\*\* (?P<signal>SIG[A-Z]+) received at time=")
@@ -103,7 +103,7 @@ _MEANING = {
 }
 
 
-def crash_signal(hits: Sequence[Hit]) -> Finding:
+def crash_signal(hits: Sequence[Hit]) -> LogFinding:
     """A worker killed by a signal: which worker, its pid, the signal, and the top of its native stack."""
     facts: dict[str, str] = {}
     for hit in hits:
@@ -149,8 +149,8 @@ def crash_signal(hits: Sequence[Hit]) -> Finding:
         "the worker's own .err in Ray's session folder (logs/worker-*-<pid>.err) holds the whole stack: "
         "pass the session folder to diagnose"
     )
-    return Finding(cls="crash-signal", tier=0, summary=summary, evidence=evidence_of(hits),
-                   remedy=tuple(remedy), facts=facts)  # fmt: skip
+    return LogFinding(cls="crash-signal", tier=0, summary=summary, evidence=evidence_of(hits),
+                      remedy=tuple(remedy), facts=facts)  # fmt: skip
 
 
 def _stack_top(hit: Hit) -> dict[str, str]:
@@ -173,7 +173,7 @@ def _stack_top(hit: Hit) -> dict[str, str]:
 _NCCL_VERSION = re.compile(r"NCCL version (?P<version>[\d.]+)")
 
 
-def nccl_error(hits: Sequence[Hit]) -> Finding:
+def nccl_error(hits: Sequence[Hit]) -> LogFinding:
     """NCCL's `unhandled system error`: a system call (socket, shared memory, IB verbs) failed."""
     facts: dict[str, str] = {}
     for hit in hits:
@@ -193,5 +193,5 @@ def nccl_error(hits: Sequence[Hit]) -> Finding:
         "`verl-setup doctor --check collective -- <launch>` runs a real all-reduce and shows the "
         "interface NCCL picks",
     )
-    return Finding(cls="nccl-error", tier=0, summary=summary, evidence=evidence_of(hits), remedy=remedy,
-                   facts=facts)  # fmt: skip
+    return LogFinding(cls="nccl-error", tier=0, summary=summary, evidence=evidence_of(hits), remedy=remedy,
+                      facts=facts)  # fmt: skip

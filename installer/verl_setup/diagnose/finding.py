@@ -12,7 +12,7 @@ from verl_setup.util.secrets import mask
 
 
 @dataclass(frozen=True, kw_only=True)
-class Evidence:
+class LogEvidence:
     """A line that shows the cause: file, 1-based line number, text."""
 
     path: str
@@ -25,13 +25,13 @@ class Evidence:
 
 
 @dataclass(frozen=True, kw_only=True)
-class Finding:
+class LogFinding:
     """One class seen in the logs, explained."""
 
     cls: ClassId
     tier: int
     summary: str
-    evidence: tuple[Evidence, ...]
+    evidence: tuple[LogEvidence, ...]
     remedy: tuple[str, ...]
     facts: dict[str, str] = field(default_factory=dict)
 
@@ -41,8 +41,9 @@ def near(hit: Hit) -> str:
     return " ".join((hit.text, *hit.after))
 
 
-def evidence_of(hits: Sequence[Hit], n: int = 3) -> tuple[Evidence, ...]:
+def evidence_of(hits: Sequence[Hit], n: int = 3) -> tuple[LogEvidence, ...]:
     """The first `n` hits as evidence lines (cut to 400 characters)."""
     return tuple(
-        Evidence(path=one_line(h.path), line=h.number, text=one_line(mask(h.text.strip()))) for h in hits[:n]
+        LogEvidence(path=one_line(h.path), line=h.number, text=one_line(mask(h.text.strip())))
+        for h in hits[:n]
     )

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from verl_setup.diagnose.explain import explain
-from verl_setup.diagnose.finding import Finding
+from verl_setup.diagnose.finding import LogFinding
 from verl_setup.diagnose.rules import CONTEXT_TIER, RULES, rule_of, triggers
 from verl_setup.diagnose.scan import FileScan, Hit, scan_file, scan_text, text_size
 from verl_setup.diagnose.sources import Sources
@@ -24,8 +24,8 @@ MAX_BYTES = 4 << 30  # bytes read in one diagnosis (about 5 s); a larger file is
 class Diagnosis:
     """The verdict (None: unknown), the other classes seen, and what was read."""
 
-    verdict: Finding | None
-    others: tuple[Finding, ...]
+    verdict: LogFinding | None
+    others: tuple[LogFinding, ...]
     scans: tuple[FileScan, ...]
     notes: tuple[str, ...]
     seconds: float
@@ -57,7 +57,7 @@ class Diagnosis:
         }
 
 
-def _finding_json(f: Finding) -> dict[str, Any]:
+def _finding_json(f: LogFinding) -> dict[str, Any]:
     return {
         "class": f.cls,
         "tier": "cause" if f.tier == 0 else "symptom",
@@ -145,7 +145,7 @@ def text_report(d: Diagnosis) -> str:
     return "\n".join(one_line(line, 4000) for line in out) + "\n"
 
 
-def _finding_text(f: Finding, *, head: str) -> list[str]:
+def _finding_text(f: LogFinding, *, head: str) -> list[str]:
     out = [f"{head}: {f.cls}", f"  {f.summary}", "  evidence:"]
     out += [f"    {e.where()}: {e.text}" for e in f.evidence]
     if f.remedy:

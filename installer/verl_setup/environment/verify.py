@@ -119,7 +119,7 @@ class Expected:
 
 
 @dataclass(frozen=True, kw_only=True)
-class Finding:
+class Mismatch:
     """One difference that fails verification."""
 
     kind: Kind
@@ -155,7 +155,7 @@ class Report:
 
     snapshot: Snapshot
     expected: Expected
-    findings: tuple[Finding, ...]
+    findings: tuple[Mismatch, ...]
     notes: tuple[str, ...]
     probe: ProbeResult | None = None
     abi: AbiReport | None = None  # the compiled torch extensions against the installed torch
@@ -303,43 +303,43 @@ def _shim(name: str, version: str) -> bool:
         return False
 
 
-def compare(snap: Snapshot, expected: Expected) -> tuple[list[Finding], list[str]]:
+def compare(snap: Snapshot, expected: Expected) -> tuple[list[Mismatch], list[str]]:
     """Findings (missing, replaced, harmful, duplicated) and notes for one environment."""
     have = snap.versions()
-    findings: list[Finding] = []
+    findings: list[Mismatch] = []
     notes: list[str] = list(expected.notes)
     if expected.python and expected.python != snap.python:
         if minor_of(expected.python) == minor_of(snap.python):
             notes.append(f"Python {snap.python}, {expected.source} was made for {expected.python}")
         else:
             findings.append(
-                Finding(kind="python", name="python", expected=expected.python, found=snap.python)
+                Mismatch(kind="python", name="python", expected=expected.python, found=snap.python)
             )
     for name, want in sorted(expected.pins.items()):
         got = have.get(name)
         mine = f"your package ({expected.user[name]})" if name in expected.user else ""
         if got is None:
-            findings.append(Finding(kind="missing", name=name, expected=want, note=mine))
+            findings.append(Mismatch(kind="missing", name=name, expected=want, note=mine))
         elif not same_version(got, want):
             watched = name in WATCHED
             note = "verl's docs warn about this one being replaced by other installs" if watched else mine
             kind: Kind = "replaced" if watched else "changed"
-            findings.append(Finding(kind=kind, name=name, expected=want, found=got, note=note))
+            findings.append(Mismatch(kind=kind, name=name, expected=want, found=got, note=note))
     extras = sorted(set(have) - set(expected.pins))
     for name in extras:
         if name in ENGINES or (expected.complete and name in WATCHED):
             findings.append(
-                Finding(kind="harmful", name=name, found=have[name], note=f"not part of {expected.source}")
+                Mismatch(kind="harmful", name=name, found=have[name], note=f"not part of {expected.source}")
             )
     for group in CONFLICTS:
         present = [n for n in group if n in have and not _shim(n, have[n])]
         for name in present[1:] if len(present) > 1 else ():
             note = f"beside {present[0]}: both install the same module, the last one installed wins"
-            findings.append(Finding(kind="harmful", name=name, found=have[name], note=note))
+            findings.append(Mismatch(kind="harmful", name=name, found=have[name], note=note))
     for name, copies in sorted(snap.duplicates(expected.editables).items()):
         where = ", ".join(f"{d.version} in {d.location}" for d in copies)
         findings.append(
-            Finding(
+            Mismatch(
                 kind="duplicate", name=name, found=copies[0].version, note=f"{len(copies)} copies: {where}"
             )
         )

@@ -25,7 +25,7 @@ AcceleratorFamily = Literal["ascend", "rocm"]
 
 @dataclass(frozen=True, kw_only=True)
 class OsFacts:
-    """Distribution, kernel, C library and CPU architecture."""
+    """Distribution, kernel, C library and CPU architecture; `source` names each fact's source."""
 
     distro: str | None
     distro_version: str | None
@@ -33,6 +33,8 @@ class OsFacts:
     glibc: str | None
     arch: str
     source: str
+    codename: str | None = None  # a host file written before the codename and ID_LIKE were read has neither
+    like: tuple[str, ...] = ()  # os-release's ID_LIKE: the distributions this one is derived from
 
 
 @dataclass(frozen=True, kw_only=True)

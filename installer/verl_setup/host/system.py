@@ -6,10 +6,10 @@ import json
 import os
 import platform
 import re
-import shlex
 import shutil
 from pathlib import Path
 
+from verl_setup.host.distribution import read_distribution
 from verl_setup.host.facts import Container, CudaToolkit, OsFacts, Tool
 from verl_setup.util.runner import ProgramError, run
 from verl_setup.util.secrets import is_secret_name, mask
@@ -31,47 +31,30 @@ _ENV_PREFIXES = ("VERL_SETUP_", "VLLM_", "NCCL_", "GLOO_", "SGLANG_")  # every v
 
 
 def os_facts(root: Path) -> OsFacts:
-    """Distribution from os-release, kernel from uname, glibc from confstr, arch from uname."""
-    distro_id, distro_version = _os_release(root)
+    """Distribution from os-release, lsb_release or the older release files (host/distribution.py),
+    kernel and arch from uname, glibc from confstr; `source` names each fact's source."""
+    release = read_distribution(root)
     glibc = None
     try:
         libc = os.confstr("CS_GNU_LIBC_VERSION") or ""  # "glibc 2.36"
         glibc = libc.split()[1] if libc.startswith("glibc ") else None
     except (ValueError, OSError):
         glibc = None
+    named = {"id": "distro", "version": "distro_version", "codename": "codename", "like": "like"}
+    by_source: dict[str, list[str]] = {}
+    for fact, source in release.sources.items():
+        by_source.setdefault(source, []).append(named[fact])
+    by_source |= {"uname": ["kernel", "arch"], "confstr(CS_GNU_LIBC_VERSION)": ["glibc"]}
     return OsFacts(
-        distro=distro_id,
-        distro_version=distro_version,
+        distro=release.id,
+        distro_version=release.version,
+        codename=release.codename,
+        like=release.like,
         kernel=platform.release(),
         glibc=glibc,
         arch=platform.machine(),
-        source="os-release, uname, confstr(CS_GNU_LIBC_VERSION)",
+        source="; ".join(f"{', '.join(facts)}: {source}" for source, facts in by_source.items()),
     )
-
-
-def _os_release(root: Path) -> tuple[str | None, str | None]:
-    """ID and VERSION_ID by os-release(5): /etc/os-release, else /usr/lib/os-release; values are
-    shell-quoted (double, single or none), so shlex reads them as the shell would."""
-    for path in (root / "etc/os-release", root / "usr/lib/os-release"):
-        try:
-            text = path.read_text(encoding="utf-8", errors="replace")
-        except OSError:
-            continue
-        values = {}
-        for line in text.splitlines():
-            key, sep, value = line.strip().partition("=")
-            if sep and key.isidentifier():
-                values[key] = _unquote(value)
-        return values.get("ID"), values.get("VERSION_ID")
-    return (None, None)
-
-
-def _unquote(value: str) -> str:
-    try:
-        words = shlex.split(value, comments=True)
-    except ValueError:  # unbalanced quotes: keep what is there
-        return value.strip()
-    return " ".join(words)
 
 
 def container(root: Path, env: dict[str, str]) -> Container:

@@ -35,7 +35,7 @@ from verl_setup.maintenance.check import default_index, floor_above, resolution_
 from verl_setup.maintenance.closure_targets import with_targets
 from verl_setup.maintenance.floors import Floor
 from verl_setup.matrix.load import Matrix
-from verl_setup.matrix.proof import Evidence, record, today
+from verl_setup.matrix.proof import ProofStep, record, today
 from verl_setup.matrix.resolved import Resolution, record_resolved
 from verl_setup.matrix.schema import Row
 from verl_setup.output import Progress, emit
@@ -50,7 +50,7 @@ class RowResult:
     """How far one row got, with the seconds and the evidence of each step."""
 
     row: str
-    steps: dict[str, Evidence] = field(default_factory=dict)
+    steps: dict[str, ProofStep] = field(default_factory=dict)
     seconds: dict[str, float] = field(default_factory=dict)
     failed: str | None = None
     skipped: str | None = None
@@ -136,7 +136,7 @@ def prove_row(  # noqa: PLR0911, PLR0915  # one return per step that can stop th
     if above is not None:
         result.failed = f"resolves: {above}"
         return result
-    result.steps["resolves"] = Evidence(date=today(), tool=tool, detail=detail)
+    result.steps["resolves"] = ProofStep(date=today(), tool=tool, detail=detail)
     machine = platform.machine()
     if machine not in row.requires.arch:
         result.stopped = (
@@ -177,7 +177,7 @@ def prove_row(  # noqa: PLR0911, PLR0915  # one return per step that can stop th
                 },
             },
         }
-        result.steps["installs"] = Evidence(date=today(), tool=tool, detail=installed)
+        result.steps["installs"] = ProofStep(date=today(), tool=tool, detail=installed)
         say(f"{row.id}: imports (the import probe)")
         code, out, err, seconds = _cli(["verify", "--prefix", str(prefix), "--json"], env)
         result.seconds["imports"] = round(seconds, 1)
@@ -193,7 +193,7 @@ def prove_row(  # noqa: PLR0911, PLR0915  # one return per step that can stop th
         known = [m["module"] for m in probe["modules"] if m["outcome"] == "known"]
         if known:  # imports the row's known issues break (known_broken_imports), each named
             detail["known_issues"] = known
-        result.steps["imports"] = Evidence(date=today(), tool=tool, detail=detail)
+        result.steps["imports"] = ProofStep(date=today(), tool=tool, detail=detail)
         _trains(row, prefix, env, say, result, tool=tool)
     finally:
         shutil.rmtree(prefix, ignore_errors=True)
@@ -234,7 +234,7 @@ def _trains(
         )
         return
     checks = {c["name"]: c["summary"] for c in data["checks"]}
-    result.steps["trains"] = Evidence(
+    result.steps["trains"] = ProofStep(
         date=today(),
         tool=tool,
         detail={

@@ -22,7 +22,7 @@ PROOF_FILE = "proof.yaml"
 
 
 @dataclass(frozen=True, kw_only=True)
-class Evidence:
+class ProofStep:
     """One proof step: when, with which tool versions, on what, and what it measured."""
 
     date: str
@@ -35,7 +35,7 @@ class RowProof:
     """The proof steps recorded for one row, and the row hash they were recorded against."""
 
     row_sha256: str
-    steps: dict[str, Evidence]
+    steps: dict[str, ProofStep]
     failed: str | None = None  # the step that failed last time, and why
     stopped: str | None = None  # why the proof could not go further where it ran (not a failure)
 
@@ -125,7 +125,7 @@ def load_proof(rows_path: Path) -> ProofBook:
             str(row_id): RowProof(
                 row_sha256=str(entry["row_sha256"]),
                 steps={
-                    str(name): Evidence(
+                    str(name): ProofStep(
                         date=str(e["date"]), tool=str(e["tool"]), detail=dict(e.get("detail") or {})
                     )
                     for name, e in (entry.get("steps") or {}).items()
@@ -142,7 +142,7 @@ def load_proof(rows_path: Path) -> ProofBook:
 
 
 def record(
-    book: ProofBook, row: Row, steps: dict[str, Evidence], failed: str | None, stopped: str | None = None
+    book: ProofBook, row: Row, steps: dict[str, ProofStep], failed: str | None, stopped: str | None = None
 ) -> ProofBook:
     """Write one row's new proof into the book's file (atomically) and return the new book.
 
@@ -150,7 +150,7 @@ def record(
     on a GPU host is not lost when the CPU-side proof is re-run), unless a step below them failed.
     """
     earlier = book.rows.get(row.id)
-    merged: dict[str, Evidence] = {}
+    merged: dict[str, ProofStep] = {}
     if earlier is not None and earlier.row_sha256 == row.content_hash() and failed is None:
         merged.update(earlier.steps)
     merged.update(steps)

@@ -50,7 +50,7 @@ _LINE_RULES: tuple[tuple[re.Pattern[str], Cause, str], ...] = (
 
 
 @dataclass(frozen=True, kw_only=True)
-class Diagnosis:
+class NcclCause:
     """One cause found in the log, the line that shows it, and what to do."""
 
     cause: Cause
@@ -96,9 +96,9 @@ def address_kind(address: str) -> Cause | None:
     return None
 
 
-def connect_failures(lines: Iterable[str]) -> list[Diagnosis]:
+def connect_failures(lines: Iterable[str]) -> list[NcclCause]:
     """`Connect to <addr> failed` lines, one per address, named by the address's class."""
-    found: dict[str, Diagnosis] = {}
+    found: dict[str, NcclCause] = {}
     for line in lines:
         m = _CONNECT.search(line)
         if m is None or m[1] in found:
@@ -116,20 +116,20 @@ def connect_failures(lines: Iterable[str]) -> list[Diagnosis]:
                 "NCCL_SOCKET_IFNAME (and GLOO_SOCKET_IFNAME) to the interface that routes between "
                 "the nodes, on every node before `ray start`"
             )
-        found[m[1]] = Diagnosis(cause=kind or "unreachable", line=line.strip(), remedy=remedy)
+        found[m[1]] = NcclCause(cause=kind or "unreachable", line=line.strip(), remedy=remedy)
     return list(found.values())
 
 
-def classify(log: str, *, shell_env: Mapping[str, str] | None = None) -> list[Diagnosis]:
+def classify(log: str, *, shell_env: Mapping[str, str] | None = None) -> list[NcclCause]:
     """Every cause the log shows, in a fixed order; `shell_env` adds the variables check."""
     lines = log.splitlines()
-    found: list[Diagnosis] = []
+    found: list[NcclCause] = []
     for name, address in chosen_interfaces(log).items():
         kind = interface_kind(name, address)
         if kind is not None:
             line = _first(lines, f"{name}:{address}")
             found.append(
-                Diagnosis(
+                NcclCause(
                     cause=kind,
                     line=line,
                     remedy=f"NCCL chose {name} ({address}), which other nodes cannot reach: set "
@@ -143,7 +143,7 @@ def classify(log: str, *, shell_env: Mapping[str, str] | None = None) -> list[Di
     for pattern, cause, remedy in _LINE_RULES:
         shown = next((ln for ln in lines if pattern.search(ln)), None)
         if shown is not None:
-            found.append(Diagnosis(cause=cause, line=shown.strip(), remedy=remedy))
+            found.append(NcclCause(cause=cause, line=shown.strip(), remedy=remedy))
     if shell_env is not None:
         found += missing_variables(shell_env, variables_seen(log), where="the NCCL log")
     return found
@@ -151,7 +151,7 @@ def classify(log: str, *, shell_env: Mapping[str, str] | None = None) -> list[Di
 
 def missing_variables(
     shell_env: Mapping[str, str], worker_env: Mapping[str, str], *, where: str
-) -> list[Diagnosis]:
+) -> list[NcclCause]:
     """NCCL_*/GLOO_* set in this shell but absent (or different) in the workers."""
     found = []
     for name, value in sorted(shell_env.items()):
@@ -162,7 +162,7 @@ def missing_variables(
             continue
         state = "absent" if seen is None else f"{seen!r}"
         found.append(
-            Diagnosis(
+            NcclCause(
                 cause="variables",
                 line=f"{name}={value!r} here, {state} in {where}",
                 remedy=f"Ray workers inherit the environment of `ray start`, not of this shell: export "
@@ -177,7 +177,7 @@ def hosts(lines: Iterable[str]) -> set[str]:
     return {m[1] for ln in lines if (m := _HOST.search(ln))}
 
 
-def _plugins(lines: list[str]) -> list[Diagnosis]:
+def _plugins(lines: list[str]) -> list[NcclCause]:
     """No net plugin at all (TCP sockets only), or a plugin on some hosts and not on others."""
     missing = [ln for ln in lines if _NO_PLUGIN.search(ln)]
     loaded = [ln for ln in lines if _PLUGIN_LOADED.search(ln)]
@@ -186,7 +186,7 @@ def _plugins(lines: list[str]) -> list[Diagnosis]:
     if loaded:
         without, with_ = sorted(hosts(missing)), sorted(hosts(loaded))
         return [
-            Diagnosis(
+            NcclCause(
                 cause="plugin",
                 line=missing[0].strip(),
                 remedy=f"the NCCL net plugin loads on {', '.join(with_) or 'some nodes'} but not on "
@@ -195,7 +195,7 @@ def _plugins(lines: list[str]) -> list[Diagnosis]:
             )
         ]
     return [
-        Diagnosis(
+        NcclCause(
             cause="plugin",
             line=missing[0].strip(),
             remedy="NCCL found no net plugin and falls back to TCP sockets: on an InfiniBand or AWS EFA "

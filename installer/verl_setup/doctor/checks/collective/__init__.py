@@ -12,9 +12,9 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from verl_setup.doctor.checks.collective_size import bucket, judge_sized, timeout_s
-from verl_setup.doctor.checks.launch_targets import MODEL as MODEL_KEY
-from verl_setup.doctor.checks.launch_targets import paths
+from verl_setup.doctor.checks.collective.sized import bucket, judge_sized, timeout_s
+from verl_setup.doctor.checks.launch.data_and_model import paths
+from verl_setup.doctor.checks.launch.reader import MODEL as MODEL_KEY
 from verl_setup.doctor.context import Context
 from verl_setup.doctor.probes import nccl_log
 from verl_setup.doctor.probes.launch_command import hydra_value

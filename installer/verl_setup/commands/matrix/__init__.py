@@ -79,7 +79,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def run_list(args: argparse.Namespace, env: Mapping[str, str], out: TextIO) -> int:  # noqa: ARG001  # every command's signature
     """Every row, one line each (or JSON)."""
-    from verl_setup.commands.reports import matrix_list_text  # noqa: PLC0415
+    from verl_setup.commands.text_output import matrix_list_text  # noqa: PLC0415
 
     matrix = load_matrix(args.matrix)
     if args.json:
@@ -94,7 +94,7 @@ def run_list(args: argparse.Namespace, env: Mapping[str, str], out: TextIO) -> i
 
 def run_show(args: argparse.Namespace, env: Mapping[str, str], out: TextIO) -> int:  # noqa: ARG001  # every command's signature
     """One row with its evidence and proof."""
-    from verl_setup.commands.reports import row_text  # noqa: PLC0415
+    from verl_setup.commands.text_output import row_text  # noqa: PLC0415
 
     matrix = load_matrix(args.matrix)
     row = matrix.row(args.id)
@@ -135,8 +135,8 @@ def run_prove(args: argparse.Namespace, env: Mapping[str, str], out: TextIO) -> 
 
 
 def run_check(args: argparse.Namespace, env: Mapping[str, str], out: TextIO) -> int:
-    """`matrix check` (commands/matrix_check.py)."""
-    from verl_setup.commands.matrix_check import command  # noqa: PLC0415
+    """`matrix check` (commands/matrix/check_rows.py)."""
+    from verl_setup.commands.matrix.check_rows import command  # noqa: PLC0415
 
     matrix = load_matrix(args.matrix)
     return command(
@@ -145,8 +145,8 @@ def run_check(args: argparse.Namespace, env: Mapping[str, str], out: TextIO) -> 
 
 
 def run_propose(args: argparse.Namespace, env: Mapping[str, str], out: TextIO) -> int:
-    """`matrix propose` (commands/matrix_propose.py)."""
-    from verl_setup.commands.matrix_propose import command  # noqa: PLC0415
+    """`matrix propose` (commands/matrix/propose_rows.py)."""
+    from verl_setup.commands.matrix.propose_rows import command  # noqa: PLC0415
 
     matrix = load_matrix(args.matrix)
     return command(

@@ -1,7 +1,7 @@
-"""The launch lint's third half: the overrides composed by the target env's own Hydra, in a child
+"""Launch rule over the overrides' grammar: composed by the target env's own Hydra, in a child
 process (about 1-3 s), so that Hydra's grammar is Hydra's, not a re-implementation: an override
 such as `data.train_batch_size=[1,2` fails here as it would at launch. verl's own rules (keys,
-batch sizes, engines) stay in launch.py, on top; a missing key is left to them (they name it
+batch sizes, engines) stay in the other launch modules, on top; a missing key is left to them (they name it
 with a suggestion)."""
 
 from __future__ import annotations

@@ -1,19 +1,23 @@
-"""The shell completion scripts, written from the parser itself (every command, flag, render target,
-check id and closed choice) at build time: `make completion` writes them into
-verl_setup/completions/, where they are committed and shipped, and `verl-setup completion SHELL`
-only prints one, so neither TAB nor the command builds a parser. A test fails when the committed
-scripts differ from what the parser gives now.
+"""Write the shell completion scripts from the parser itself (every command, flag, render target,
+check id and closed choice):
 
-`make completion` calls write_all(cli.build_parser()); cli sits above the commands, so it is the
-caller that builds the parser.
+    python tasks/gen_completion.py      # `make completion`
+
+A build task outside the package, as pdm's are: the scripts go into verl_setup/completions/, where
+they are committed and shipped, and `verl-setup completion SHELL` only prints one, so neither TAB
+nor the command builds a parser. tests/unit/test_completion.py fails when the committed scripts
+differ from what the parser gives now.
 """
 
 from __future__ import annotations
 
 import argparse
 import shlex
+import sys
 from dataclasses import dataclass
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "installer"))
 
 from verl_setup.commands.completion import FOLDER, SHELLS
 from verl_setup.util.vocab import CHECK_IDS, RENDER_TARGETS
@@ -175,3 +179,10 @@ def row_words() -> list[str]:
     from verl_setup.matrix.load import load_matrix  # noqa: PLC0415
 
     return [row.id for row in load_matrix(None).rows]
+
+
+if __name__ == "__main__":
+    from verl_setup.cli import build_parser
+
+    for written in write_all(build_parser()):
+        print(written)

@@ -1,4 +1,4 @@
-"""The launch lint's second half: what the launch command points at, read without loading it.
+"""Launch rules over the data and the model the launch command names, read without loading them.
 
 The data files exist and have the prompt column (parquet schema via pyarrow in the target env),
 the model path is a local model folder or a Hub id that is cached when offline, tensor parallel
@@ -9,23 +9,19 @@ dynamic-batch token limit holds one whole sequence.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from verl_setup.doctor.checks.launch.reader import MODEL, ROLLOUT, Note
 from verl_setup.doctor.probes.data_files import parquet_columns
 from verl_setup.doctor.probes.env import TargetEnv
 from verl_setup.doctor.probes.launch_command import Resolver
 from verl_setup.doctor.probes.model_files import HUB_ID, hub_snapshot, read_model
 from verl_setup.doctor.result import Evidence, Finding
 
-ROLLOUT = "actor_rollout_ref.rollout"
-MODEL = "actor_rollout_ref.model.path"
 _MODE_ONLY = re.compile(r'self\.mode != "(\w+)"')
 _MODE_USED = re.compile(r'rollout\.mode == "(\w+)"')
 _MODE_REMOVED = re.compile(r'self\.mode == "(\w+)":\s*\n\s*raise')
-
-Note = Callable[[str], Any]
 
 
 def lint_targets(r: Resolver, target: TargetEnv, note: Note, evidence: list[Evidence]) -> list[Finding]:

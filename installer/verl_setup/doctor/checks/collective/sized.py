@@ -1,4 +1,4 @@
-"""The collective's second half: the size of the run's real all-gather and its timeout, and the
+"""The sized all-gather: the size of the run's real all-gather and its timeout, and the
 verdict on how long an all-gather of that size took (so "slow but healthy" is told apart from
 "broken link" before launch, as verl#5750's 600 s _ALLGATHER_BASE of 8.2e8 bf16 elements was not).
 
@@ -12,7 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from verl_setup.doctor.checks.launch_targets import MODEL as MODEL_KEY
+from verl_setup.doctor.checks.launch.reader import MODEL as MODEL_KEY
 from verl_setup.doctor.context import Context
 from verl_setup.doctor.probes.launch_command import Resolver, hydra_value
 from verl_setup.doctor.probes.model_files import read_model
