@@ -12,13 +12,33 @@ from typing import Literal
 
 HERE = Path(__file__).resolve().parent
 
-Script = Literal["import_probe", "hydra_compose", "interpreter"]
+Script = Literal[
+    "import_probe",
+    "hydra_compose",
+    "interpreter",
+    "ray_every_node",
+    "ray_task_detect",
+    "ray_task_install",
+    "ray_head",
+    "ray_local",
+    "collective",
+    "nvml",
+]
 # name -> file in this folder (as cibuildwheel's util/resources.py names its resources)
 SCRIPTS: dict[Script, str] = {
     "import_probe": "import_probe.py",
     "hydra_compose": "hydra_compose.py",
     "interpreter": "interpreter.py",
+    "ray_every_node": "ray_every_node.py",
+    "ray_task_detect": "ray_task_detect.py",
+    "ray_task_install": "ray_task_install.py",
+    "ray_head": "ray_head.py",  # doctor ray: a client's view of a running head
+    "ray_local": "ray_local.py",  # doctor ray: a throwaway Ray started for real
+    "collective": "collective.py",  # doctor collective: an all-reduce on every node
+    "nvml": "nvml.py",  # host/nvidia.py: NVML, in a child that can be killed
 }
+# Imported by the scripts beside them (a script's folder is first on its sys.path), never run.
+SHARED = ("ray_script.py",)
 
 
 def script_path(name: Script) -> Path:

@@ -18,11 +18,12 @@ from pathlib import Path
 from typing import Any, Literal
 
 from verl_setup.doctor.probes.env import TargetEnv
+from verl_setup.scripts import script_path
 from verl_setup.util.runner import ProgramError, run
 
 CHILD_TIMEOUT = 20.0
 PY_TIMEOUT = 5.0
-CHILD = Path(__file__).with_name("ray_child.py")
+CHILD = script_path("ray_head")
 LOOPBACK = ("localhost", "127.0.0.1", "::1")
 
 AddressKind = Literal["gcs", "dashboard", "client"]

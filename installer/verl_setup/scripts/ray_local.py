@@ -11,17 +11,17 @@ import time
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from verl_setup.doctor.probes.ray_script import failure, run
+    from verl_setup.scripts.ray_script import failure, run
 else:  # run as a script in the target env: this folder is first on sys.path
     from ray_script import failure, run
 
 
 def throwaway_ray(args: dict[str, Any], out: dict[str, Any]) -> None:
     """Start Ray as verl would, place one bundle per GPU and one actor in each."""
-    import ray  # noqa: PLC0415
-    from ray._private.utils import get_num_cpus  # noqa: PLC0415
-    from ray.util.placement_group import placement_group, remove_placement_group  # noqa: PLC0415
-    from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy  # noqa: PLC0415
+    import ray
+    from ray._private.utils import get_num_cpus
+    from ray.util.placement_group import placement_group, remove_placement_group
+    from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy
 
     out["ray_counts_cpus"] = get_num_cpus()
     started = time.monotonic()
@@ -32,7 +32,7 @@ def throwaway_ray(args: dict[str, Any], out: dict[str, Any]) -> None:
         init["num_gpus"] = args["gpus"]
     try:
         ray.init(**init)
-    except Exception as exc:  # noqa: BLE001  # registration timeouts and the like are the finding
+    except Exception as exc:  # registration timeouts and the like are the finding
         out["init_error"] = failure(exc)
         return
     out["init_seconds"] = round(time.monotonic() - started, 2)
