@@ -23,6 +23,16 @@ Script = Literal[
     "ray_local",
     "collective",
     "nvml",
+    "hf_constants",
+    "libcuda_loaded",
+    "parquet_schema",
+    "torch_abi",
+    "venv_prefix",
+    "site_packages",
+    "image_verify",
+    "slurm_detect",
+    "smoke_assets",
+    "smoke_reward",
 ]
 # name -> file in this folder (as cibuildwheel's util/resources.py names its resources)
 SCRIPTS: dict[Script, str] = {
@@ -36,7 +46,21 @@ SCRIPTS: dict[Script, str] = {
     "ray_local": "ray_local.py",  # doctor ray: a throwaway Ray started for real
     "collective": "collective.py",  # doctor collective: an all-reduce on every node
     "nvml": "nvml.py",  # host/nvidia.py: NVML, in a child that can be killed
+    "hf_constants": "hf_constants.py",  # doctor hf-cache
+    "libcuda_loaded": "libcuda_loaded.py",  # doctor cuda
+    "parquet_schema": "parquet_schema.py",  # doctor's launch lint: the datasets' columns
+    "torch_abi": "torch_abi.py",  # install: torch's C++ ABI against the flash-attn wheel's
+    "venv_prefix": "venv_prefix.py",  # install: the moved venv runs where it is
+    "site_packages": "site_packages.py",  # abi: an interpreter's site-packages
+    "image_verify": "image_verify.py",  # docker build: the pins, inside the image (as text)
+    "slurm_detect": "slurm_detect.py",  # detect --slurm: one srun task per node
+    "smoke_assets": "smoke/make_assets.py",  # smoke: the tiny model and data, no download
+    "smoke_reward": "smoke/tiny_reward.py",  # smoke: verl's custom_reward_function
 }
+# smoke: on the training run's PYTHONPATH, with verl's CPU plugins per verl minor (smoke/v0_9/).
+SMOKE = HERE / "smoke"
+# Run where this package is importable too (shipped by Ray's py_modules, or on PYTHONPATH for srun).
+WITH_PACKAGE = ("ray_task_detect", "ray_task_install", "slurm_detect")
 # Imported by the scripts beside them (a script's folder is first on its sys.path), never run.
 SHARED = ("ray_script.py",)
 

@@ -38,18 +38,11 @@ try:
     declared = {}
 except OSError:
     pass
-GPU_SIGNS = (
-    "libcuda.so",
-    "libnvidia-ml",
-    "NVIDIA driver",
-    "no NVIDIA GPU",
-    "CUDA driver",
-    "cudaGetDeviceCount",
-    "nvmlInit",
-    "No CUDA GPUs",
-    "libnvrtc",
-    "Found no NVIDIA",
-)
+# Words in a traceback that say the import needs an NVIDIA driver (or a GPU), not a broken package.
+GPU_SIGNS: tuple[str, ...] = ("libcuda.so", "libnvidia-ml", "NVIDIA driver", "no NVIDIA GPU", "CUDA driver")
+GPU_SIGNS += ("cudaGetDeviceCount", "nvmlInit", "No CUDA GPUs", "libnvrtc", "Found no NVIDIA")
+# --report's word for each outcome other than "absent" and "known" (their own words).
+WORDS = {"ok": "ok", "gpu": "gpu (needs an NVIDIA driver)", "failed": "FAILED"}
 
 
 def exists(name: str) -> bool:
@@ -287,13 +280,7 @@ def attempt(name: str, action: Callable[[], object]) -> None:
         }
     out["seconds"] = round(time.monotonic() - t, 2)
     if report:
-        word = {
-            "ok": "ok",
-            "gpu": "gpu (needs an NVIDIA driver)",
-            "failed": "FAILED",
-            "absent": "absent",
-            "known": "known",
-        }[out["outcome"]]
+        word = WORDS.get(out["outcome"], out["outcome"])
         detail = out.get("error", "")
         if out.get("missing"):
             owner = out["distribution"] or "not installed"
