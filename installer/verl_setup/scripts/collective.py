@@ -33,7 +33,7 @@ def member(
     class Member:
         def hello(self) -> dict[str, Any]:
             env = {k: v for k, v in os.environ.items() if k.startswith(PREFIXES)}
-            node_ip = ray.util.get_node_ip_address()  # type: ignore[no-untyped-call]
+            node_ip = ray.util.get_node_ip_address()  # type: ignore[no-untyped-call, unused-ignore]
             node = ray.get_runtime_context().get_node_id()
             seen = {p: os.path.exists(p) for p in paths}  # the launch's local paths
             return {"node_ip": node_ip, "node": node, "host": socket.gethostname(), "env": env, "paths": seen}
@@ -53,8 +53,8 @@ def member(
             started = time.monotonic()
             out: dict[str, Any] = {"rank": rank}
             try:
-                import torch  # type: ignore[import-not-found]
-                import torch.distributed as dist  # type: ignore[import-not-found]
+                import torch  # type: ignore[import-not-found, unused-ignore]
+                import torch.distributed as dist  # type: ignore[import-not-found, unused-ignore]
 
                 device = "cpu"
                 if backend == "nccl":
@@ -124,7 +124,7 @@ def collective(args: dict[str, Any], out: dict[str, Any]) -> None:
     except Exception as exc:  # Ray that cannot start or join fails the check
         out["init_error"] = failure(exc)
         return
-    nodes = [n for n in ray.nodes() if n.get("Alive")]  # type: ignore[no-untyped-call]
+    nodes = [n for n in ray.nodes() if n.get("Alive")]  # type: ignore[no-untyped-call, unused-ignore]
     gpu = any(n.get("Resources", {}).get("GPU", 0) >= 1 for n in nodes) and not args.get("gloo")
     places: list[str] = []
     for node in nodes:

@@ -48,7 +48,7 @@ def resolve(address: str, ray_loaded: bool) -> tuple[str, str]:
             from ray._private import services  # Ray is optional in the probed env
 
             resolved = services.canonicalize_bootstrap_address(address)
-            return str(resolved), str(services.get_node_ip_address())  # type: ignore[no-untyped-call]
+            return str(resolved), str(services.get_node_ip_address())  # type: ignore[no-untyped-call, unused-ignore]
         except Exception:  # noqa: S110  # a broken Ray install: fall back to its rules below
             pass
     host, port = split(address)
@@ -68,7 +68,7 @@ def tcp(address: str) -> dict[str, Any]:
 
 def gcs(address: str) -> dict[str, Any]:
     """Cluster metadata, alive nodes and the dashboard URL, straight from the GCS."""
-    from ray._raylet import (  # type: ignore[attr-defined]  # compiled, optional
+    from ray._raylet import (  # type: ignore[attr-defined, unused-ignore]  # compiled, optional
         GcsClient,
     )
 

@@ -36,7 +36,7 @@ def throwaway_ray(args: dict[str, Any], out: dict[str, Any]) -> None:
         out["init_error"] = failure(exc)
         return
     out["init_seconds"] = round(time.monotonic() - started, 2)
-    resources = ray.cluster_resources()  # type: ignore[no-untyped-call]
+    resources = ray.cluster_resources()  # type: ignore[no-untyped-call, unused-ignore]
     out["cpus"] = resources.get("CPU", 0)
     out["gpus"] = resources.get("GPU", 0)
     if not args["gpus"]:
@@ -47,7 +47,7 @@ def throwaway_ray(args: dict[str, Any], out: dict[str, Any]) -> None:
     out["placement"] = {"bundles": args["gpus"], "per_bundle": bundle, "ready": bool(ready)}
     if ready:
 
-        @ray.remote(num_cpus=0, num_gpus=1)
+        @ray.remote(num_cpus=0, num_gpus=1)  # type: ignore[untyped-decorator, unused-ignore]  # ray absent: Any
         def where() -> str:
             return str(ray.get_runtime_context().get_node_id())
 
