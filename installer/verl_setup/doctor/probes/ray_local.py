@@ -1,5 +1,5 @@
 """What a Ray started here would meet: the CPUs the cgroup and affinity allow, the temp dir's space,
-proxies, verl's CPUs per GPU bundle, and (ray_local_child.py) a throwaway Ray started for real.
+proxies, verl's CPUs per GPU bundle, and (scripts/ray_local.py) a throwaway Ray started for real.
 """
 
 from __future__ import annotations

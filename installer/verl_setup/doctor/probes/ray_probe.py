@@ -1,6 +1,6 @@
 """Ray probes: which head to ask, the child process that asks it, and the local raylets' Python.
 
-The network part runs in a child (ray_child.py) under a hard timeout: a Ray client that cannot
+The network part runs in a child (scripts/ray_head.py) under a hard timeout: a Ray client that cannot
 reach its GCS retries for minutes and ignores SIGTERM, so only SIGKILL of its group ends it.
 Not named ray.py: the child runs as a script from this folder, which is then first on its
 sys.path, and a ray.py here would shadow Ray itself.
