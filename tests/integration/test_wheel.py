@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from verl_setup import __version__
+from verl_setup.scripts import SCRIPTS
 from verl_setup.util.runner import run
 from verl_setup.util.uvbin import find_uv
 
@@ -61,6 +62,8 @@ def test_wheel_installs_into_a_fresh_venv_and_lists_the_matrix(tmp_path: Path) -
     assert data.stdout.strip().endswith("_data/templates")
     # The parsed-matrix cache lives in the user's folder: nothing is written into the install.
     site = next((venv / "lib").glob("python3*/site-packages")) / "verl_setup"
+    # Every program for another interpreter ships as its file, where the table names it.
+    assert [n for n, f in SCRIPTS.items() if not (site / "scripts" / f).is_file()] == []
 
     def files() -> set[str]:
         return {str(p.relative_to(site)) for p in site.rglob("*") if "__pycache__" not in p.parts}

@@ -23,6 +23,7 @@ from verl_setup.doctor.probes.ray_local import cpu_limit, proxy_without_bypass
 from verl_setup.doctor.probes.working_dir import excluded
 from verl_setup.matrix.load import load_matrix
 from verl_setup.render.templates import RenderOptions, render
+from verl_setup.scripts import Script, script_path
 
 MiB = 2**20
 
@@ -147,17 +148,15 @@ def test_collective_verdicts_on_a_child_report() -> None:
 
 
 @pytest.mark.subprocess
-@pytest.mark.parametrize("child", ["collective_child.py", "ray_local_child.py"])
-def test_a_ray_child_in_an_env_without_ray_answers_one_json_naming_it(child: str) -> None:
+@pytest.mark.parametrize("child", ["collective", "ray_local"])
+def test_a_ray_child_in_an_env_without_ray_answers_one_json_naming_it(child: Script) -> None:
     # The children run as scripts in the target env and import their shared set-up as a sibling.
     import subprocess  # noqa: PLC0415
-
-    from verl_setup.doctor.probes import ray_script  # noqa: PLC0415
 
     bare = [p for p in sorted(Path.home().glob(".pyenv/versions/3.1*/bin/python3")) if p.exists()]
     if not bare:
         pytest.skip("needs an interpreter without Ray (pyenv's)")
-    script = Path(ray_script.__file__).with_name(child)
+    script = script_path(child)
     args = json.dumps({"timeout": 5, "temp_dir": "/tmp", "gpus": 0})  # never reached
     out = subprocess.run(
         [str(bare[0]), str(script), args], capture_output=True, text=True, timeout=60, check=False

@@ -77,9 +77,12 @@ def graph(*, types: bool = False) -> dict[str, set[str]]:
 
 
 def test_no_module_imports_from_a_higher_layer() -> None:
+    """scripts/ are programs for other interpreters, not imported here: their imports of the
+    package are test_scripts_import_the_package_only_where_it_is_shipped's."""
     upward = [
         f"{source} (layer {layer(source)}) imports {target} (layer {layer(target)})"
         for source, targets in sorted(graph().items())
+        if not source.startswith("verl_setup.scripts.")
         for target in sorted(targets)
         if layer(target) > layer(source)
     ]
@@ -123,11 +126,110 @@ def test_the_vocabularies_are_the_tables_they_name() -> None:
     assert tuple(CHECKS) == CHECK_IDS
 
 
-def test_no_module_beside_a_child_script_shadows_what_the_child_imports() -> None:
-    """ray_child.py runs as a script, so its folder is first on its sys.path: no ray.py there."""
-    for child in PACKAGE.rglob("*_child.py"):
-        assert not (child.parent / "ray.py").exists(), child
-        assert not (child.parent / "pynvml.py").exists(), child
+SCRIPTS_DIR = PACKAGE / "scripts"
+
+
+def where(path: Path) -> str:
+    return str(path.relative_to(PACKAGE)) if PACKAGE in path.parents else path.name
+
+
+def python_in_strings(path: Path) -> list[str]:
+    """String constants (not docstrings) that are Python programs: they parse, and import."""
+    tree = ast.parse(path.read_text())
+    docs = {
+        id(node.body[0].value)
+        for node in ast.walk(tree)
+        if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef))
+        and node.body
+        and isinstance(node.body[0], ast.Expr)
+    }
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in docs:
+            if "import " not in node.value:
+                continue
+            try:
+                program = ast.parse(node.value)
+            except (SyntaxError, ValueError):
+                continue
+            if any(isinstance(n, (ast.Import, ast.ImportFrom)) for n in ast.walk(program)):
+                found.append(f"{where(path)}:{node.lineno}")
+    return found
+
+
+def dash_c_without_a_script(path: Path) -> list[str]:
+    """`-c` in an argv that is not followed by a script's text from the table."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text())):
+        if not isinstance(node, (ast.List, ast.Tuple)):
+            continue
+        for i, item in enumerate(node.elts):
+            if isinstance(item, ast.Constant) and item.value == "-c":
+                nxt = node.elts[i + 1] if i + 1 < len(node.elts) else None
+                named = isinstance(nxt, ast.Call) and ast.unparse(nxt.func) == "script_text"
+                if not named:
+                    found.append(f"{where(path)}:{item.lineno}")
+    return found
+
+
+def test_no_module_holds_a_program_for_another_interpreter() -> None:
+    """Programs for other interpreters are files in scripts/, run by path or sent as that file's
+    text (script_text): none is Python in a string, and none is passed to `python -c` otherwise."""
+    modules = [p for p in PACKAGE.rglob("*.py") if SCRIPTS_DIR not in p.parents]
+    assert [hit for p in modules for hit in python_in_strings(p)] == []
+    assert [hit for p in modules for hit in dash_c_without_a_script(p)] == []
+
+
+def test_the_checks_for_programs_in_strings_catch_one(tmp_path: Path) -> None:
+    sample = tmp_path / "sample.py"
+    sample.write_text(
+        '"""import this: a docstring is no program."""\n'
+        'CHILD = "import json, sys\\nprint(json.dumps(sys.argv))\\n"\n'
+        'ARGV = ["python", "-c", CHILD]\n'
+        'OK = ["python", "-c", script_text("interpreter")]\n'
+        'WORDS = "cannot import name x"\n'
+    )
+    assert python_in_strings(sample) == ["sample.py:2"]
+    assert dash_c_without_a_script(sample) == ["sample.py:3"]
+
+
+def test_every_file_in_scripts_is_in_the_table() -> None:
+    from verl_setup.scripts import SCRIPTS, SHARED, SMOKE, script_path  # noqa: PLC0415
+
+    named = {script_path(name) for name in SCRIPTS}
+    assert all(p.is_file() for p in named)
+    plugins = {p for p in SMOKE.rglob("*.py") if p.parent != SMOKE}  # verl's plugins, per verl minor
+    files = {p for p in SCRIPTS_DIR.rglob("*.py") if p.name != "__init__.py"} - plugins
+    assert files - named == {SCRIPTS_DIR / name for name in SHARED}
+
+
+def test_scripts_import_the_package_only_where_it_is_shipped() -> None:
+    """They run in interpreters without verl_setup (a user's venv), save those the table names;
+    ray_script.py is imported as a sibling at run time, by name only for mypy."""
+    from verl_setup.scripts import SCRIPTS, WITH_PACKAGE, script_path  # noqa: PLC0415
+
+    for name in SCRIPTS:
+        path = script_path(name)
+        imports = runtime_imports(path)
+        assert (name in WITH_PACKAGE) == bool(imports), (name, imports)
+
+
+def test_no_file_in_scripts_shadows_what_a_script_imports() -> None:
+    """A script run by path has its folder first on sys.path: no file there may be named as a
+    module that any script imports (ray.py, json.py, torch.py ...), save the shared sibling."""
+    import sys  # noqa: PLC0415
+
+    from verl_setup.scripts import SHARED  # noqa: PLC0415
+
+    imported: set[str] = set(sys.stdlib_module_names)
+    for path in SCRIPTS_DIR.rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Import):
+                imported.update(a.name.split(".")[0] for a in node.names)
+            elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+                imported.add(node.module.split(".")[0])
+    stems = {p.stem for p in SCRIPTS_DIR.glob("*.py")} - {Path(n).stem for n in SHARED}
+    assert stems & (imported | {"verl", "vllm", "sglang", "hydra", "pynvml", "huggingface_hub"}) == set()
 
 
 def test_no_yaml_call_outside_the_bounded_reader() -> None:

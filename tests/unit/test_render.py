@@ -17,7 +17,9 @@ import yaml
 from tests.conftest import run_cli
 from tests.render_scenarios import GOLDEN, HOSTILE_HF_HOME, SCENARIOS, Scenario, plan_for, render_scenario
 from verl_setup.errors import BadInputError
+from verl_setup.render import quoting
 from verl_setup.render.templates import RenderOptions, render
+from verl_setup.scripts import script_text
 
 REGEN = os.environ.get("VERL_SETUP_REGEN_GOLDEN") == "1"
 KUBERAY = Path(__file__).resolve().parents[3] / "shared/reference/kuberay"
@@ -35,10 +37,22 @@ def tool(name: str) -> str:
     return found
 
 
+# The import probe ships whole in verl-setup-probe.py and, shell-quoted, in setup-venv.sh: the goldens
+# hold a marker in its place (once per copy), and test_the_probe_ships_as_its_script checks the text.
+PROBE_MARK = "<<scripts/import_probe.py, verbatim>>"
+PROBE_SH_MARK = "<<scripts/import_probe.py, one shell word>>"
+
+
+def without_probe(content: str) -> str:
+    """The rendered file with each copy of the import probe replaced by its marker."""
+    probe = script_text("import_probe")
+    return content.replace(str(quoting.shell(probe)), PROBE_SH_MARK).replace(probe, PROBE_MARK)
+
+
 @pytest.mark.parametrize("scenario", SCENARIOS, ids=IDS)
 def test_golden_files(scenario: Scenario) -> None:
     folder = GOLDEN / scenario.name
-    files = {f.name: f.content for f in render_scenario(scenario)}
+    files = {f.name: without_probe(f.content) for f in render_scenario(scenario)}
     if REGEN:
         shutil.rmtree(folder, ignore_errors=True)
         folder.mkdir(parents=True)
@@ -48,6 +62,15 @@ def test_golden_files(scenario: Scenario) -> None:
     assert sorted(on_disk) == sorted(files), "files differ; `make golden` regenerates them"
     for name, content in files.items():
         assert content == on_disk[name], f"{scenario.name}/{name} changed; review, then `make golden`"
+
+
+@pytest.mark.parametrize("scenario", SCENARIOS, ids=IDS)
+def test_the_probe_ships_as_its_script(scenario: Scenario) -> None:
+    """The rendered probe is the script's file byte for byte; setup-venv.sh runs the same text."""
+    files = {f.name: f.content for f in render_scenario(scenario)}
+    assert files["verl-setup-probe.py"] == script_text("import_probe")
+    assert files["setup-venv.sh"].count(str(quoting.shell(script_text("import_probe")))) == 1
+    assert without_probe(files["setup-venv.sh"]).count(PROBE_SH_MARK) == 1
 
 
 @pytest.mark.parametrize("scenario", SCENARIOS, ids=IDS)

@@ -28,30 +28,6 @@ from verl_setup.util.paths import data_dir
 Reach = Literal["py_modules", "installed"]
 DATA = ("matrices", "templates")
 
-DETECT_FUNCTION = r"""
-def _probe(reach, head):
-    import json, socket, subprocess
-    if reach == "installed":
-        try:
-            argv = ["verl-setup", "detect", "--json"]
-            out = subprocess.run(argv, capture_output=True, text=True, timeout=60)
-        except FileNotFoundError:
-            raise RuntimeError("no verl-setup on this node's PATH (install it, or leave out --installed)")
-        if out.returncode:
-            tail = (out.stderr.strip().splitlines() or ["exit %d" % out.returncode])[-1]
-            raise RuntimeError("verl-setup detect --json failed on this node: " + tail)
-        host = json.loads(out.stdout)
-    else:
-        from verl_setup.host.detect import detect
-        host = json.loads(detect().to_json())
-    try:  # doctor collective's NCCL_SOCKET_IFNAME suggestion, read on this node
-        from verl_setup.doctor.probes.network import route_interface
-        iface = route_interface(head)
-    except ImportError:  # --installed: this worker's Python may not have the package
-        iface = None
-    return {"hostname": socket.gethostname(), "host": host, "iface_to_head": iface}
-"""
-
 
 @contextmanager
 def shipped_package() -> Iterator[Path]:
@@ -109,7 +85,7 @@ def detect_cluster(
         answers = run_on_every_node(
             python,
             address,
-            DETECT_FUNCTION,
+            ("ray_task_detect", "_probe"),
             timeout=timeout,
             env=env,
             what="detect",

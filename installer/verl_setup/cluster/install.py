@@ -17,58 +17,10 @@ from pathlib import Path
 from typing import Any, Literal
 
 from verl_setup.cluster.ray_tasks import run_on_every_node
+from verl_setup.scripts import Script
 
 Reach = Literal["py_modules", "installed"]
 NETWORK_FILESYSTEMS = ("nfs", "nfs4", "lustre", "gpfs", "beegfs", "ceph", "fuse.ceph", "fuse.ceph-fuse")
-
-FS_FUNCTION = r"""
-def _probe(step, folder, marker):
-    import os, socket
-    os.makedirs(folder, exist_ok=True)  # the prefix's parent, as install makes it
-    path = os.path.join(folder, marker)
-    if step == "write":
-        with open(path, "w") as f:
-            f.write(socket.gethostname())
-    seen = os.path.exists(path)
-    if step == "remove" and seen:
-        os.unlink(path)
-    real, best, fstype = os.path.realpath(folder), "", "unknown"
-    with open("/proc/self/mountinfo") as f:  # the longest mount point above the folder
-        for line in f:
-            left, _, right = line.partition(" - ")
-            point = left.split()[4].replace("\\040", " ")
-            if (real == point or real.startswith(point.rstrip("/") + "/")) and len(point) >= len(best):
-                best, fstype = point, right.split()[0]
-    return {"seen": seen, "fstype": fstype, "mount": best, "hostname": socket.gethostname()}
-"""
-
-INSTALL_FUNCTION = r"""
-def _probe(reach, argv):
-    import ctypes, json, os, signal, socket, subprocess, sys, time
-    started, env = time.monotonic(), dict(os.environ)
-    if reach == "installed":
-        cmd = ["verl-setup", *argv]
-    else:  # the package Ray shipped (py_modules), run by this worker's Python
-        import verl_setup
-        root = os.path.dirname(os.path.dirname(os.path.abspath(verl_setup.__file__)))
-        env["PYTHONPATH"] = os.pathsep.join([root, *([env["PYTHONPATH"]] if env.get("PYTHONPATH") else [])])
-        cmd = [sys.executable, "-m", "verl_setup", *argv]
-    libc = ctypes.CDLL(None, use_errno=True)
-    def die_with_worker():  # PR_SET_PDEATHSIG: a killed node's install stops, its staging dir stays
-        libc.prctl(1, signal.SIGKILL)
-    try:
-        out = subprocess.run(cmd, capture_output=True, text=True, env=env, preexec_fn=die_with_worker)
-    except FileNotFoundError:
-        raise RuntimeError("no verl-setup on this node's PATH (install it, or leave out --installed)")
-    lines = [l for l in out.stderr.splitlines() if l.startswith("verl-setup: ")]
-    try:
-        result = json.loads(out.stdout)
-    except ValueError:
-        result = None
-    return {"hostname": socket.gethostname(), "returncode": out.returncode, "result": result,
-            "error": (lines or out.stderr.strip().splitlines() or [""])[-1][:500],
-            "seconds": round(time.monotonic() - started, 1)}
-"""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -133,14 +85,25 @@ def check_sharing(
     """Write a marker in `folder` on the head node, read it on every node, remove it."""
     marker = f".verl-setup-shared-{uuid.uuid4().hex}"
     common: dict[str, Any] = {"env": env, "timeout": timeout, "what": "check the filesystem of"}
+    fs: tuple[Script, str] = ("ray_task_install", "_fs")
     wrote = run_on_every_node(
-        python, address, FS_FUNCTION, args=("write", str(folder), marker), only=("head",), **common
+        python,
+        address,
+        ("ray_task_install", "_fs"),
+        args=("write", str(folder), marker),
+        only=("head",),
+        **common,
     )
     writer = next((n["node_id"] for n in wrote.nodes if "probe" in n), "")
-    read = run_on_every_node(python, address, FS_FUNCTION, args=("read", str(folder), marker), **common)
+    read = run_on_every_node(python, address, fs, args=("read", str(folder), marker), **common)
     if writer:
         run_on_every_node(
-            python, address, FS_FUNCTION, args=("remove", str(folder), marker), only=(writer,), **common
+            python,
+            address,
+            ("ray_task_install", "_fs"),
+            args=("remove", str(folder), marker),
+            only=(writer,),
+            **common,
         )
     answered = [n for n in read.nodes if "probe" in n]
     unseen = tuple(n["node_id"] for n in read.nodes if not n.get("probe", {}).get("seen"))
@@ -169,7 +132,7 @@ def install_on_nodes(
     answers = run_on_every_node(
         python,
         address,
-        INSTALL_FUNCTION,
+        ("ray_task_install", "_install"),
         env=env,
         timeout=timeout + 60,
         task_timeout=timeout,

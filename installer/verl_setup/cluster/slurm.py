@@ -19,17 +19,10 @@ from pathlib import Path
 from verl_setup.errors import BadInputError, CheckFailedError
 from verl_setup.host.cluster_file import Cluster, ClusterNode, MissingNode, now
 from verl_setup.host.facts import host_from_data
+from verl_setup.scripts import script_path
 from verl_setup.util.bounded import one_line
 from verl_setup.util.runner import ProgramError, run
 
-TASK = (
-    "import json, os, socket, sys\n"
-    "from verl_setup.host.detect import detect\n"
-    "from verl_setup.doctor.probes.network import route_interface\n"
-    "print(json.dumps({'node': os.environ.get('SLURMD_NODENAME') or socket.gethostname(),\n"
-    "                  'hostname': socket.gethostname(), 'host': json.loads(detect().to_json()),\n"
-    "                  'iface_to_head': route_interface(sys.argv[1])}))\n"
-)
 _LABELLED = re.compile(r"^\s*(\d+): (.*)$")
 _FAILED_NODE = re.compile(r"srun: error: ([^:\s]+): (.+)$")
 
@@ -57,7 +50,7 @@ def detect_slurm(env: Mapping[str, str], *, timeout: float) -> Cluster:
     task_env = dict(env)
     task_env["PYTHONPATH"] = os.pathsep.join([package_parent, *filter(None, [env.get("PYTHONPATH")])])
     argv = ["srun", f"--nodes={len(names)}", "--ntasks-per-node=1", "--label", "--overlap"]
-    argv += ["--kill-on-bad-exit=0", sys.executable, "-c", TASK, names[0]]
+    argv += ["--kill-on-bad-exit=0", sys.executable, str(script_path("slurm_detect")), names[0]]
     failed: dict[str, str] = {}
     try:
         out = run(argv, timeout=timeout, env=task_env)

@@ -15,7 +15,7 @@ from typing import Any, TextIO
 
 from verl_setup.cluster.ray_tasks import loopback_env, run_on_every_node
 from verl_setup.environment.lock import Lock
-from verl_setup.environment.verify import PROBE_FUNCTION, Expected, Mismatch, Snapshot, compare, from_lock
+from verl_setup.environment.verify import PROBE_PARTS, Expected, Mismatch, Snapshot, compare, from_lock
 from verl_setup.errors import CheckFailedError
 from verl_setup.output import envelope
 
@@ -53,7 +53,8 @@ def probe_cluster(
     answers = run_on_every_node(
         python,
         address,
-        PROBE_FUNCTION,
+        ("interpreter", "_interrogate"),
+        args=(list(PROBE_PARTS), "*"),
         timeout=timeout,
         env=env,
         what="verify",

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from verl_setup.environment.owners import Owner, Owners, metadata_version
+from verl_setup.scripts import script_path
 from verl_setup.util.elf import ElfError, SharedObject, is_elf
 from verl_setup.util.runner import ProgramError, run
 from verl_setup.util.versions import minor_of
@@ -145,7 +146,7 @@ def site_packages_of(target: Path) -> tuple[Path, ...]:
             return tuple(found)
     try:
         done = run(
-            [str(target), "-c", "import json,site,sys; print(json.dumps(site.getsitepackages()))"],
+            [str(target), str(script_path("site_packages"))],
             timeout=30,
         )
         folders = json.loads(done.stdout) if done.returncode == 0 else []

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from verl_setup.scripts.import_probe import CHILD
+from verl_setup.scripts import script_path
 from verl_setup.util.runner import ProgramError, stream
 
 Outcome = Literal["ok", "failed", "gpu", "absent", "known"]
@@ -120,7 +120,7 @@ def run_probe(
     every n-th module: torch loads in each, so on a host with cores to spare (a GPU node) the wall
     time is near the slowest single import; half the cores leave room for the imports' own threads."""
     start = time.monotonic()
-    argv = [str(python), "-c", CHILD, engine, "-", json.dumps(dict(gpu_only or {}))]
+    argv = [str(python), str(script_path("import_probe")), engine, "-", json.dumps(dict(gpu_only or {}))]
     argv += [json.dumps(dict(left_out or {}))] if left_out or known else []
     argv += [json.dumps(dict(known))] if known else []
     count = shards or max(1, min((os.cpu_count() or 1) // 2, MAX_SHARDS))

@@ -57,6 +57,7 @@ from verl_setup.environment.verify import (
 from verl_setup.errors import InstallError, Stopped
 from verl_setup.output import Progress
 from verl_setup.plan.steps import ExtensionPlan
+from verl_setup.scripts import script_path
 from verl_setup.util.runner import Completed, ProgramError, stream
 from verl_setup.util.secrets import mask
 
@@ -221,8 +222,9 @@ def _check_extension(job: Job, ext: ExtensionPlan, progress: Progress) -> None:
 def _check_abi(job: Job) -> None:
     """The prebuilt flash-attn wheel was chosen for a C++ ABI: the installed torch must have it."""
     fa = job.recipe.flash_attn
-    code = "import torch; print(int(torch._C._GLIBCXX_USE_CXX11_ABI))"
-    out = stream([str(job.staging / "bin" / "python"), "-c", code], timeout=300, env=job.env)
+    out = stream(
+        [str(job.staging / "bin" / "python"), str(script_path("torch_abi"))], timeout=300, env=job.env
+    )
     if fa is None or out.returncode != 0:
         raise InstallError(f"cannot read the installed torch's C++ ABI: {last_line(out.stderr)}")
     have = out.stdout.strip() == "1"
@@ -308,7 +310,7 @@ def _run_uv(command: Command, *, job: Job, tty: bool, timeout: float) -> Complet
 
 def _works_at(prefix: Path) -> None:
     """After the swap: the moved venv runs and knows where it is."""
-    out = stream([str(prefix / "bin" / "python"), "-c", "import sys; print(sys.prefix)"], timeout=60)
+    out = stream([str(prefix / "bin" / "python"), str(script_path("venv_prefix"))], timeout=60)
     if out.returncode != 0 or Path(out.stdout.strip()) != prefix:
         found = out.stdout.strip() or last_line(out.stderr)
         raise InstallError(f"the new environment does not run at {prefix} ({found})")

@@ -19,7 +19,6 @@ from verl_setup.environment.import_probe import ProbeResult
 from verl_setup.environment.lock import Lock
 from verl_setup.errors import BadInputError, CheckFailedError
 from verl_setup.host.interpreter import Answer, NoAnswer, answer_from, ask
-from verl_setup.scripts.interpreter import FUNCTION
 from verl_setup.util.versions import minor_of
 from verl_setup.util.vocab import ROLLOUT_ENGINES
 
@@ -40,7 +39,6 @@ Kind = Literal["missing", "replaced", "changed", "harmful", "duplicate", "python
 
 # What verify asks an interpreter (host/interpreter.py), here and in each Ray node's workers.
 PROBE_PARTS = ("paths", "markers")
-PROBE_FUNCTION = FUNCTION + f"def _probe():\n    return _interrogate({PROBE_PARTS!r}, '*')\n"
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from verl_setup.scripts.interpreter import CHILD
+from verl_setup.scripts import script_path
 from verl_setup.util.runner import ProgramError, run, stream
 
 _FLAG = re.compile(r"Python (\S+)")
@@ -117,7 +117,7 @@ def ask(
     names = distributions if isinstance(distributions, str) else ",".join(distributions)
     # Without site (-S) the bare questions cost a third less start-up, on every interpreter found.
     bare = ["-S"] if not parts and not names else []
-    argv = [str(exe), *bare, "-c", CHILD, ",".join(parts), names, ",".join(requires)]
+    argv = [str(exe), *bare, str(script_path("interpreter")), ",".join(parts), names, ",".join(requires)]
     runner = stream if tied else run
     try:
         child = runner(argv, timeout=timeout, env=env)

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from verl_setup.host.facts import Gpu, GpuProcess, NvidiaDriver
+from verl_setup.scripts import script_path
 from verl_setup.util.bounded import BoundError, read_capped
 from verl_setup.util.runner import Completed, ProgramError, run
 
@@ -263,7 +264,7 @@ def _ask(argv: list[str], timeout: float, notes: list[str] | None) -> Completed 
 
 def probe_nvml(timeout: float = NVML_TIMEOUT, notes: list[str] | None = None) -> SmiReading | None:
     """Ask NVML in a child process: a wedged driver can hang NVML, and a child can be killed."""
-    out = _ask([sys.executable, "-m", "verl_setup.host.nvml_child"], timeout, notes)
+    out = _ask([sys.executable, str(script_path("nvml"))], timeout, notes)
     if out is None or out.returncode != 0:
         return None
     try:

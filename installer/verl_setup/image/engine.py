@@ -18,24 +18,8 @@ if TYPE_CHECKING:
     from verl_setup.render.templates import RenderedFile
 
 from verl_setup.errors import CheckFailedError, InstallError
+from verl_setup.scripts import script_text
 
-# Run inside the image: compare installed versions with the pins (metadata only, fast).
-VERIFY = (
-    "import json, sys\n"
-    "from importlib.metadata import PackageNotFoundError, version\n"
-    "from packaging.version import Version\n"  # as verify compares: 2.11 == 2.11.0
-    "bad = {}\n"
-    "for pin in sys.argv[1:]:\n"
-    "    name, _, want = pin.partition('==')\n"
-    "    name = name.split('[')[0]\n"
-    "    try:\n"
-    "        have = version(name)\n"
-    "    except PackageNotFoundError:\n"
-    "        have = None\n"
-    "    if have is None or Version(have) != Version(want):\n"
-    "        bad[name] = [want, have]\n"
-    "print(json.dumps({'python': '%d.%d.%d' % sys.version_info[:3], 'mismatches': bad}))\n"
-)
 _STEP_RE = re.compile(r"^Step (\d+)/(\d+) : (.*)$")
 
 
@@ -152,7 +136,9 @@ def step_failed(step: str | None, error: str, tail: list[str]) -> InstallError:
 def verify_in_image(engine: Any, tag: str, pins: list[str]) -> dict[str, Any]:
     """Run the pin check inside the image with its own Python."""
     try:
-        output = engine.containers.run(tag, ["python", "-c", VERIFY, *pins], remove=True, network_mode="none")
+        output = engine.containers.run(
+            tag, ["python", "-c", script_text("image_verify"), *pins], remove=True, network_mode="none"
+        )
     except Exception as exc:  # ContainerError, ImageNotFound, APIError
         raise CheckFailedError(f"verify inside {tag} could not run: {_first_line(exc)}") from exc
     result: dict[str, Any] = json.loads(output.decode().strip().splitlines()[-1])

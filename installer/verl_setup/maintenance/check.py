@@ -224,7 +224,7 @@ def check_installed_last(row: Row, indexes: list[Index]) -> tuple[list[str], lis
 
 def _why(name: str, was: tuple[str, str], now: tuple[str, str] | None, indexes: list[Index]) -> Move:
     old_version, old_files = was
-    releases: dict[str, Release] = {}
+    releases: Mapping[str, Release] = {}
     for index in indexes:
         try:
             releases = index.releases(name) or releases
@@ -257,7 +257,7 @@ def _why(name: str, was: tuple[str, str], now: tuple[str, str] | None, indexes: 
     if now[0] == old_version and now[1] != old_files:
         why = f"the files of {name} {old_version} changed on the index (a new upload under the same version)"
         return Move(name=name, was=old_version, now=new, why=why, regression=False)
-    date = releases[new].uploaded if new in releases else None
+    date = releases[new].uploaded if new is not None and new in releases else None
     why = f"a newer release within the pins' ranges ({name} {new}" + (f", uploaded {date})" if date else ")")
     return Move(name=name, was=old_version, now=new, why=why, regression=False)
 

@@ -23,7 +23,7 @@ from verl_setup.render import quoting
 from verl_setup.render.accelerator import accelerator_values
 from verl_setup.render.uv_project import Project, project
 from verl_setup.render.values import ContainerSpec, EnvVar, environment, forward_compat, nvidia_require_cuda
-from verl_setup.scripts.import_probe import CHILD as PROBE_CODE
+from verl_setup.scripts import script_text
 from verl_setup.util.paths import data_dir
 from verl_setup.util.tokens import IMAGE
 from verl_setup.util.versions import minor_of
@@ -173,7 +173,7 @@ def context(plan: Plan, options: RenderOptions) -> dict[str, Any]:
         "constraints_sentinel": CONSTRAINTS_SENTINEL,
         # The closure file is written just before the first step that reads it (after torch's own).
         "closure_step": next((s.name for s in recipe.steps if s.constraints), None) if recipe else None,
-        "probe_code": quoting.verbatim(PROBE_CODE),
+        "probe_code": quoting.verbatim(script_text("import_probe")),
         "gpu_only_json": json.dumps(row.gpu_only_imports, sort_keys=True),
         "known_json": json.dumps(row.known_broken_imports, sort_keys=True)
         if row.known_broken_imports

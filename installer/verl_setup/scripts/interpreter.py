@@ -1,57 +1,83 @@
-"""The interpreter probe's child: a Python describes itself, and what it has installed.
+"""The interpreter probe: a Python describes itself, and what it has installed.
 
-`FUNCTION` defines `_interrogate(parts, names, requires)`; `CHILD` calls it from the command line
-(host/interpreter.py runs it), and verify's Ray task runs the same function on every node. It
-stays Python 2 compatible, so an old `python` on PATH still answers, and imports nothing it was
-not asked for, so a scan of every interpreter on a host stays quick (without site, `-S`).
+Run by path, without site (`-S`) for the bare questions, by host/interpreter.py: argv PARTS NAMES
+REQUIRES (comma-separated), a Python literal on stdout. verify's Ray task runs `_interrogate` on
+every node. It stays Python 2 compatible (type comments, no f-strings), so an old `python` on
+PATH still answers, and imports nothing it was not asked for, so a scan of every interpreter on a
+host stays quick.
 """
 
-FUNCTION = r"""
+import sys
+
+MYPY = False
+if MYPY:  # type names for mypy only: the interpreter that runs this may have no `typing`
+    from collections.abc import Sequence  # noqa: F401  # read in type comments
+    from typing import Any  # noqa: F401
+
+
 def _interrogate(parts=(), names="", requires=()):
+    # type: (Sequence[str], str, Sequence[str]) -> dict[str, Any]
     # parts: "paths" (prefixes, sysconfig's purelib), "markers" (PEP 508 environment markers,
     # the host). names: "" no distributions, "*" every one, else comma-separated canonical names.
     import sys
+
     def full(info):
+        # type: (Any) -> str
         v = "%d.%d.%d" % (info[0], info[1], info[2])
         return v if info[3] == "final" else v + info[3][0] + str(info[4])
+
     impl = getattr(sys, "implementation", None)
     # /proc/self/maps names the libpython actually loaded, which LD_LIBRARY_PATH can swap.
     lib = None
     try:
-        for line in open("/proc/self/maps"):
+        for line in open("/proc/self/maps"):  # noqa: SIM115  # Python 2: read to the end, closed at exit
             fields = line.split()
             if len(fields) > 5 and "libpython" in fields[-1]:
                 lib = fields[-1]
                 break
-    except Exception:
+    except Exception:  # noqa: S110  # no /proc: no libpython to name
         pass
-    out = {"version": "%d.%d.%d" % tuple(sys.version_info[:3]), "full_version": full(sys.version_info),
-           "implementation": getattr(impl, "name", "cpython"), "libpython": lib,
-           "executable": sys.executable}
+    out = {
+        "version": "%d.%d.%d" % tuple(sys.version_info[:3]),
+        "full_version": full(sys.version_info),
+        "implementation": getattr(impl, "name", "cpython"),
+        "libpython": lib,
+        "executable": sys.executable,
+    }  # type: dict[str, Any]
     if "paths" in parts:  # a venv's prefix may be set by site (run without -S then)
         import sysconfig
+
         out["prefix"], out["base_prefix"] = sys.prefix, getattr(sys, "base_prefix", sys.prefix)
         out["purelib"] = sysconfig.get_paths()["purelib"]
     if "markers" in parts:
-        import os, platform, socket
+        import os
+        import platform
+        import socket
+
         out["platform"] = sys.platform + "-" + platform.machine()
         out["hostname"] = socket.gethostname()
         out["markers"] = {
             "implementation_name": getattr(impl, "name", "cpython"),
             "implementation_version": full(impl.version) if impl else "0",
-            "os_name": os.name, "platform_machine": platform.machine(),
-            "platform_release": platform.release(), "platform_system": platform.system(),
-            "platform_version": platform.version(), "python_full_version": platform.python_version(),
+            "os_name": os.name,
+            "platform_machine": platform.machine(),
+            "platform_release": platform.release(),
+            "platform_system": platform.system(),
+            "platform_version": platform.version(),
+            "python_full_version": platform.python_version(),
             "platform_python_implementation": platform.python_implementation(),
-            "python_version": ".".join(platform.python_version_tuple()[:2]), "sys_platform": sys.platform,
+            "python_version": ".".join(platform.python_version_tuple()[:2]),
+            "sys_platform": sys.platform,
         }
     if names:
         import re
+
         wanted = None if names == "*" else set(names.split(","))
         dists = []
         try:
             import importlib.metadata as md
-            found = md.distributions()
+
+            found = md.distributions()  # type: Any
         except ImportError:  # before 3.8: no metadata to read
             found = ()
         for dist in found:
@@ -62,15 +88,9 @@ def _interrogate(parts=(), names="", requires=()):
                 dists.append([name, dist.version, str(dist.locate_file("")), needs])
         out["distributions"] = dists
     return out
-"""
 
-CHILD = (
-    FUNCTION
-    + r"""
-import sys
-args = sys.argv[1:] + ["", "", ""]
-parts, names, requires = args[0].split(","), args[1], args[2].split(",")
-# A Python literal, not JSON: `import json` brings `re`, which doubles this child's start-up.
-sys.stdout.write(repr(_interrogate(parts, names, requires)))
-"""
-)
+
+if __name__ == "__main__":
+    args = sys.argv[1:] + ["", "", ""]  # noqa: RUF005  # Python 2
+    # A Python literal, not JSON: `import json` brings `re`, which doubles this child's start-up.
+    sys.stdout.write(repr(_interrogate(args[0].split(","), args[1], args[2].split(","))))

@@ -8,9 +8,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from verl_setup.scripts import SMOKE, script_path
 from verl_setup.util.versions import minor_of
 
-SCRIPTS = Path(__file__).resolve().parent.parent / "scripts" / "smoke"
+SCRIPTS = SMOKE
 # verl minor -> the folder of its CPU platform and HF rollout modules (they use verl's private hooks).
 MODULE_LINES = {"0.9": "v0_9"}
 MODULES = ("verl_smoke_cpu_platform", "verl_smoke_hf_rollout")
@@ -67,7 +68,7 @@ def module_line(verl: str) -> Path:
 
 def overrides(s: Settings) -> list[str]:
     """main_ppo's Hydra overrides: sizes for a tiny run, then the CPU or the GPU path's own."""
-    reward = SCRIPTS / "tiny_reward.py"
+    reward = script_path("smoke_reward")
     common = [
         "algorithm.adv_estimator=grpo",
         "algorithm.use_kl_in_reward=false",

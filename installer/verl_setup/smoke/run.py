@@ -23,6 +23,7 @@ from typing import Any
 from verl_setup.doctor.checks.ray_demand import Demand
 from verl_setup.doctor.probes.ray_local import cpus_per_bundle
 from verl_setup.matrix.cache import cache_dir
+from verl_setup.scripts import script_path
 from verl_setup.smoke import checks, launch
 from verl_setup.smoke import ray as private_ray
 from verl_setup.smoke.manifest import SmokeTarget
@@ -35,7 +36,7 @@ STOP_GRACE_S = 10.0
 RAY_TIMEOUT_S = 240.0
 CPU_PROBS_DIFF = 1e-3  # measured 3e-5 on CPU (fp32 rollout, bf16-autocast actor)
 GPU_PROBS_DIFF = 1e-2  # a bf16 engine's log-probs against FSDP's
-ASSETS = Path(__file__).resolve().parent.parent / "scripts" / "smoke" / "make_assets.py"
+ASSETS = script_path("smoke_assets")
 Say = Callable[[str], None]
 
 

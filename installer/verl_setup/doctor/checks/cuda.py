@@ -67,30 +67,16 @@ def check_cuda(ctx: Context) -> CheckResult:
     return fold(ID, findings, evidence, ok=f"driver {drv}")
 
 
-# Runs in the target interpreter: which libcuda the dynamic loader really maps, and its driver API.
-_LOADED = r"""
-import ctypes, json
-try:
-    lib = ctypes.CDLL("libcuda.so.1")
-except OSError as exc:
-    print(json.dumps({"error": str(exc)})); raise SystemExit(0)
-version = ctypes.c_int(0)
-fn = getattr(lib, "cuDriverGetVersion", None)
-api = version.value if fn is not None and fn(ctypes.byref(version)) == 0 else None
-paths = [ln.split()[-1] for ln in open("/proc/self/maps") if "libcuda.so" in ln]
-print(json.dumps({"path": paths[0] if paths else None, "api": api}))
-"""
-
-
 def loaded_libcuda(python: Path | None, env: Mapping[str, str]) -> tuple[str, int | None] | None:
     """(path, driver API version) of the libcuda a process really loads, or None if none loads."""
     import json  # noqa: PLC0415
     import sys  # noqa: PLC0415
 
+    from verl_setup.scripts import script_path  # noqa: PLC0415
     from verl_setup.util.runner import ProgramError, run  # noqa: PLC0415
 
     try:
-        out = run([str(python or sys.executable), "-c", _LOADED], timeout=20, env=env)
+        out = run([str(python or sys.executable), str(script_path("libcuda_loaded"))], timeout=20, env=env)
         data = json.loads(out.stdout.strip().splitlines()[-1])
     except (ProgramError, ValueError, IndexError):
         return None

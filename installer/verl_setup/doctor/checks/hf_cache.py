@@ -21,6 +21,7 @@ from pathlib import Path
 from verl_setup.doctor.context import Context
 from verl_setup.doctor.probes.hf_paths import expand, hf_home, hub_cache
 from verl_setup.doctor.result import CheckResult, Evidence, Finding, fold
+from verl_setup.scripts import script_path
 from verl_setup.util.runner import ProgramError, run
 
 ID = "hf-cache"
@@ -28,11 +29,6 @@ GIB = 2**30
 MIN_TMP_GIB = 1.0
 HF_TIMEOUT = 10.0
 _TRUE = {"1", "on", "yes", "true"}
-_CHILD = (
-    "import json, huggingface_hub, huggingface_hub.constants as c; print(json.dumps({'version': "
-    "huggingface_hub.__version__, 'HF_HOME': c.HF_HOME, 'HF_HUB_CACHE': c.HF_HUB_CACHE, "
-    "'HF_HUB_OFFLINE': bool(c.HF_HUB_OFFLINE)}))"
-)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -74,7 +70,7 @@ def hub_constants(ctx: Context) -> tuple[dict[str, object] | None, str]:
         pythons.append(sys.executable)
     for python in pythons:
         try:
-            out = run([python, "-c", _CHILD], timeout=HF_TIMEOUT, env=ctx.env)
+            out = run([python, str(script_path("hf_constants"))], timeout=HF_TIMEOUT, env=ctx.env)
             data = json.loads(out.stdout) if out.returncode == 0 else None
         except (ProgramError, json.JSONDecodeError):
             continue

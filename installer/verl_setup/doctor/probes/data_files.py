@@ -9,24 +9,10 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping, Sequence
 
+from verl_setup.scripts import script_path
 from verl_setup.util.runner import ProgramError, run
 
 SCHEMA_TIMEOUT = 30.0
-_CHILD = """
-import json, sys
-out = {}
-try:
-    import pyarrow.parquet as pq
-except ImportError as exc:
-    sys.stdout.write(json.dumps({"": "cannot import pyarrow: %s" % exc}))
-    sys.exit(0)
-for path in sys.argv[1:]:
-    try:
-        out[path] = pq.read_schema(path).names
-    except Exception as exc:
-        out[path] = "%s: %s" % (type(exc).__name__, exc)
-sys.stdout.write(json.dumps(out))
-"""
 
 
 def parquet_columns(python: str, files: Sequence[str], env: Mapping[str, str]) -> dict[str, list[str] | str]:
@@ -34,7 +20,7 @@ def parquet_columns(python: str, files: Sequence[str], env: Mapping[str, str]) -
     if not files:
         return {}
     try:
-        out = run([python, "-c", _CHILD, *files], timeout=SCHEMA_TIMEOUT, env=env)
+        out = run([python, str(script_path("parquet_schema")), *files], timeout=SCHEMA_TIMEOUT, env=env)
         found: dict[str, list[str] | str] = json.loads(out.stdout or "{}")
     except (ProgramError, json.JSONDecodeError) as exc:
         return {"": f"the schema reader failed: {exc}"}

@@ -1,5 +1,5 @@
 """What a Ray started here would meet: the CPUs the cgroup and affinity allow, the temp dir's space,
-proxies, verl's CPUs per GPU bundle, and (ray_local_child.py) a throwaway Ray started for real.
+proxies, verl's CPUs per GPU bundle, and (scripts/ray_local.py) a throwaway Ray started for real.
 """
 
 from __future__ import annotations
@@ -13,12 +13,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from verl_setup.scripts import script_path
 from verl_setup.util.runner import ProgramError, run
 
 CGROUP_ROOT = Path("/sys/fs/cgroup")
 SELF_CGROUP = Path("/proc/self/cgroup")
 LOCAL_TIMEOUT = 60.0  # ray.init, a placement group and one actor per bundle, under a hard kill
-CHILD = Path(__file__).with_name("ray_local_child.py")
+CHILD = script_path("ray_local")
 _POOL_DEFAULT = re.compile(r"max_colocate_count: int = (\d+)")
 _POOL_GIVEN = re.compile(r"RayResourcePool\([^)]*max_colocate_count=(\d+)")
 

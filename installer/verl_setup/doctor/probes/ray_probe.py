@@ -1,6 +1,6 @@
 """Ray probes: which head to ask, the child process that asks it, and the local raylets' Python.
 
-The network part runs in a child (ray_child.py) under a hard timeout: a Ray client that cannot
+The network part runs in a child (scripts/ray_head.py) under a hard timeout: a Ray client that cannot
 reach its GCS retries for minutes and ignores SIGTERM, so only SIGKILL of its group ends it.
 Not named ray.py: the child runs as a script from this folder, which is then first on its
 sys.path, and a ray.py here would shadow Ray itself.
@@ -18,11 +18,12 @@ from pathlib import Path
 from typing import Any, Literal
 
 from verl_setup.doctor.probes.env import TargetEnv
+from verl_setup.scripts import script_path
 from verl_setup.util.runner import ProgramError, run
 
 CHILD_TIMEOUT = 20.0
 PY_TIMEOUT = 5.0
-CHILD = Path(__file__).with_name("ray_child.py")
+CHILD = script_path("ray_head")
 LOOPBACK = ("localhost", "127.0.0.1", "::1")
 
 AddressKind = Literal["gcs", "dashboard", "client"]

@@ -9,10 +9,13 @@ safetensors and pandas are imported (no torch): seconds, where importing torch a
 on a loaded 2-core host.
 """
 
+from __future__ import annotations
+
 import argparse
 import json
 import random
 from pathlib import Path
+from typing import Any
 
 CHAT_TEMPLATE = (
     "{% for m in messages %}<|{{ m['role'] }}|>{{ m['content'] }}<|end|>{% endfor %}"
@@ -22,7 +25,7 @@ SPECIAL = ["<|pad|>", "<|end|>", "<|user|>", "<|assistant|>", "<|system|>"]
 ROWS = 16
 
 
-def prompts(seed):
+def prompts(seed: int) -> list[tuple[str, str]]:
     """Sums with their answers: the reward can tell a right answer from a near one."""
     rng = random.Random(seed)
     out = []
@@ -32,9 +35,15 @@ def prompts(seed):
     return out
 
 
-def tokenizer(folder):
+def tokenizer(folder: Path) -> Any:
     """A byte-level BPE trained here, saved as transformers' PreTrainedTokenizerFast reads it."""
-    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+    from tokenizers import (  # type: ignore[import-not-found, unused-ignore]
+        Tokenizer,
+        decoders,
+        models,
+        pre_tokenizers,
+        trainers,
+    )
 
     corpus = [q + " #### " + a for q, a in prompts(1)] + [str(n) for n in range(100)]
     tok = Tokenizer(models.BPE(unk_token=None))
@@ -58,11 +67,11 @@ def tokenizer(folder):
     return tok
 
 
-def model(folder, tok):
+def model(folder: Path, tok: Any) -> int:
     """A 2-layer Qwen2 with random weights (normal, std 0.02, as Qwen2's init), written with numpy:
     torch and transformers are not imported, so making it takes seconds on a busy host."""
-    import numpy as np
-    from safetensors.numpy import save_file
+    import numpy as np  # type: ignore[import-not-found, unused-ignore]
+    from safetensors.numpy import save_file  # type: ignore[import-not-found, unused-ignore]
 
     rng = np.random.default_rng(0)
     vocab, hidden, inter, layers, heads, kv = tok.get_vocab_size(), 128, 256, 2, 2, 1
@@ -92,10 +101,10 @@ def model(folder, tok):
     (folder / "config.json").write_text(json.dumps(config, indent=2))
     (folder / "generation_config.json").write_text(json.dumps({"eos_token_id": eos, "pad_token_id": pad}))
 
-    def normal(*shape):
+    def normal(*shape: int) -> Any:
         return rng.normal(0.0, 0.02, size=shape).astype(np.float32)
 
-    weights = {
+    weights: dict[str, Any] = {
         "model.embed_tokens.weight": normal(vocab, hidden),
         "model.norm.weight": np.ones(hidden, np.float32),
     }
@@ -119,8 +128,8 @@ def model(folder, tok):
     return int(sum(w.size for w in weights.values()))
 
 
-def data(folder):
-    import pandas
+def data(folder: Path) -> None:
+    import pandas  # type: ignore[import-not-found, import-untyped, unused-ignore]
 
     folder.mkdir(parents=True, exist_ok=True)
     for split, seed in (("train", 1), ("val", 2)):
@@ -137,12 +146,12 @@ def data(folder):
         pandas.DataFrame(rows).to_parquet(folder / f"{split}.parquet")
 
 
-def main():
+def main() -> None:
     p = argparse.ArgumentParser()
     p.add_argument("out", type=Path)
     p.add_argument("--model", type=Path)
     args = p.parse_args()
-    params = None
+    params: int | None = None
     if args.model is None:
         folder = args.out / "model"
         tok = tokenizer(folder)

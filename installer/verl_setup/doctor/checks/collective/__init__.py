@@ -22,6 +22,7 @@ from verl_setup.doctor.probes.network import route_interface
 from verl_setup.doctor.probes.ray_probe import find_address
 from verl_setup.doctor.probes.reach import unreachable
 from verl_setup.doctor.result import CheckResult, Evidence, Finding, fold, skip
+from verl_setup.scripts import script_path
 from verl_setup.util.runner import ProgramError, run
 
 ID = "collective"
@@ -236,4 +237,4 @@ def _failure(result: dict[str, Any], master_host: str, master: str) -> list[Find
 
 
 def _child() -> Path:
-    return Path(nccl_log.__file__).with_name("collective_child.py")
+    return script_path("collective")

@@ -14,7 +14,7 @@ from verl_setup.doctor.probes.env import TargetEnv
 from verl_setup.doctor.probes.launch_command import Launch
 from verl_setup.doctor.probes.verl_config import VerlConfig
 from verl_setup.doctor.result import Evidence, Finding
-from verl_setup.scripts.hydra_compose import CHILD
+from verl_setup.scripts import script_path
 from verl_setup.util.bounded import one_line
 from verl_setup.util.runner import ProgramError, run
 
@@ -29,7 +29,13 @@ def lint_with_hydra(
     if not overrides:
         return []
     started = time.monotonic()
-    argv = [target.python, "-c", CHILD, str(config.config_dir), config.config_name, json.dumps(overrides)]
+    argv = [
+        target.python,
+        str(script_path("hydra_compose")),
+        str(config.config_dir),
+        config.config_name,
+        json.dumps(overrides),
+    ]
     try:
         done = run(argv, timeout=TIMEOUT_S, env=env)
         answer = json.loads(done.stdout.strip().splitlines()[-1])

@@ -17,7 +17,7 @@ def _name(pid: int) -> str:
 
 def read() -> dict[str, Any]:
     """Query NVML for the driver, CUDA driver version, and every device."""
-    import pynvml  # noqa: PLC0415  # heavy and absent on many hosts: only in this child
+    import pynvml  # heavy and absent on many hosts: only in this child
 
     pynvml.nvmlInit()
     try:
@@ -57,7 +57,7 @@ def main() -> int:
     """Print the reading, or a one-line reason on stderr."""
     try:
         sys.stdout.write(json.dumps(read()))
-    except Exception as exc:  # noqa: BLE001  # any NVML failure means "no NVML reading"
+    except Exception as exc:  # any NVML failure means "no NVML reading"
         sys.stderr.write(f"nvml: {exc}\n")
         return 1
     return 0

@@ -1,4 +1,4 @@
-"""What the Ray child scripts share (collective_child, ray_local_child): JSON arguments in, one JSON
+"""What the Ray child scripts share (collective.py, ray_local.py): JSON arguments in, one JSON
 object out whatever happens, and a Ray that is always shut down.
 
 The children run as scripts in the target env, where verl_setup may not be importable: they
@@ -29,7 +29,7 @@ def run(body: Body) -> None:
         body(args, out)
     except ImportError as exc:
         out["error"] = f"cannot import {exc.name}: {exc}"
-    except Exception as exc:  # noqa: BLE001  # a Ray or placement failure is the finding
+    except Exception as exc:  # a Ray or placement failure is the finding
         out["error"] = failure(exc)
     finally:
         ray = sys.modules.get("ray")

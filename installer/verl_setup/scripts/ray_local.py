@@ -11,17 +11,17 @@ import time
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from verl_setup.doctor.probes.ray_script import failure, run
+    from verl_setup.scripts.ray_script import failure, run
 else:  # run as a script in the target env: this folder is first on sys.path
     from ray_script import failure, run
 
 
 def throwaway_ray(args: dict[str, Any], out: dict[str, Any]) -> None:
     """Start Ray as verl would, place one bundle per GPU and one actor in each."""
-    import ray  # noqa: PLC0415
-    from ray._private.utils import get_num_cpus  # noqa: PLC0415
-    from ray.util.placement_group import placement_group, remove_placement_group  # noqa: PLC0415
-    from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy  # noqa: PLC0415
+    import ray
+    from ray._private.utils import get_num_cpus
+    from ray.util.placement_group import placement_group, remove_placement_group
+    from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy
 
     out["ray_counts_cpus"] = get_num_cpus()
     started = time.monotonic()
@@ -32,11 +32,11 @@ def throwaway_ray(args: dict[str, Any], out: dict[str, Any]) -> None:
         init["num_gpus"] = args["gpus"]
     try:
         ray.init(**init)
-    except Exception as exc:  # noqa: BLE001  # registration timeouts and the like are the finding
+    except Exception as exc:  # registration timeouts and the like are the finding
         out["init_error"] = failure(exc)
         return
     out["init_seconds"] = round(time.monotonic() - started, 2)
-    resources = ray.cluster_resources()  # type: ignore[no-untyped-call]
+    resources = ray.cluster_resources()  # type: ignore[no-untyped-call, unused-ignore]
     out["cpus"] = resources.get("CPU", 0)
     out["gpus"] = resources.get("GPU", 0)
     if not args["gpus"]:
@@ -47,7 +47,7 @@ def throwaway_ray(args: dict[str, Any], out: dict[str, Any]) -> None:
     out["placement"] = {"bundles": args["gpus"], "per_bundle": bundle, "ready": bool(ready)}
     if ready:
 
-        @ray.remote(num_cpus=0, num_gpus=1)
+        @ray.remote(num_cpus=0, num_gpus=1)  # type: ignore[untyped-decorator, unused-ignore]  # ray absent: Any
         def where() -> str:
             return str(ray.get_runtime_context().get_node_id())
 

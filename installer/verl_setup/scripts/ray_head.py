@@ -45,11 +45,11 @@ def resolve(address: str, ray_loaded: bool) -> tuple[str, str]:
     """The GCS address ray.init(address) would dial from this environment."""
     if ray_loaded:
         try:
-            from ray._private import services  # noqa: PLC0415  # Ray is optional in the probed env
+            from ray._private import services  # Ray is optional in the probed env
 
             resolved = services.canonicalize_bootstrap_address(address)
-            return str(resolved), str(services.get_node_ip_address())  # type: ignore[no-untyped-call]
-        except Exception:  # noqa: BLE001, S110  # a broken Ray install: fall back to its rules below
+            return str(resolved), str(services.get_node_ip_address())  # type: ignore[no-untyped-call, unused-ignore]
+        except Exception:  # noqa: S110  # a broken Ray install: fall back to its rules below
             pass
     host, port = split(address)
     node_ip = own_node_ip()
@@ -68,7 +68,7 @@ def tcp(address: str) -> dict[str, Any]:
 
 def gcs(address: str) -> dict[str, Any]:
     """Cluster metadata, alive nodes and the dashboard URL, straight from the GCS."""
-    from ray._raylet import (  # type: ignore[attr-defined]  # noqa: PLC0415  # compiled, optional
+    from ray._raylet import (  # type: ignore[attr-defined, unused-ignore]  # compiled, optional
         GcsClient,
     )
 
@@ -113,10 +113,10 @@ def main() -> None:
         "cluster_env": os.environ.get("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"),
     }
     try:
-        from importlib import metadata  # noqa: PLC0415  # keeps the script's start minimal
+        from importlib import metadata  # keeps the script's start minimal
 
         out["ray"] = metadata.version("ray")
-    except Exception:  # noqa: BLE001  # no Ray (or no metadata): probe by TCP only
+    except Exception:  # no Ray (or no metadata): probe by TCP only
         out["ray"] = None
     gcs_address = args.get("gcs")
     if gcs_address:
@@ -126,7 +126,7 @@ def main() -> None:
         if out["tcp_resolved"]["ok"] and out["ray"] is not None and not args.get("tcp_only"):
             try:
                 out["gcs"] = gcs(out["resolved"])
-            except Exception as exc:  # noqa: BLE001  # any GCS client failure is a finding
+            except Exception as exc:  # any GCS client failure is a finding
                 out["gcs_error"] = f"{type(exc).__name__}: {exc}"
     dashboard = args.get("dashboard") or (out.get("gcs") or {}).get("webui_url")
     if dashboard:

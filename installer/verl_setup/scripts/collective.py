@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from verl_setup.doctor.probes.ray_script import failure, run
+    from verl_setup.scripts.ray_script import failure, run
 else:  # run as a script in the target env: this folder is first on sys.path
     from ray_script import failure, run
 
@@ -27,15 +27,15 @@ def member(
     rank: int, world: int, backend: str, seconds: float, paths: list[str], *, sized: tuple[int, float]
 ) -> Any:
     """The actor class (defined inside: Ray and torch are imported only in the target env)."""
-    import ray  # noqa: PLC0415
+    import ray
 
     @ray.remote(num_cpus=0)
     class Member:
         def hello(self) -> dict[str, Any]:
             env = {k: v for k, v in os.environ.items() if k.startswith(PREFIXES)}
-            node_ip = ray.util.get_node_ip_address()  # type: ignore[no-untyped-call]
+            node_ip = ray.util.get_node_ip_address()  # type: ignore[no-untyped-call, unused-ignore]
             node = ray.get_runtime_context().get_node_id()
-            seen = {p: os.path.exists(p) for p in paths}  # noqa: PTH110  # the launch's local paths
+            seen = {p: os.path.exists(p) for p in paths}  # the launch's local paths
             return {"node_ip": node_ip, "node": node, "host": socket.gethostname(), "env": env, "paths": seen}
 
         def free_port(self) -> int:
@@ -44,7 +44,7 @@ def member(
                 return int(s.getsockname()[1])
 
         def run(self, master: str, port: int) -> dict[str, Any]:
-            import datetime  # noqa: PLC0415
+            import datetime
 
             log_file = f"/tmp/verl-setup-nccl-{os.getpid()}.log"  # noqa: S108  # read back below
             if backend == "nccl":
@@ -53,8 +53,8 @@ def member(
             started = time.monotonic()
             out: dict[str, Any] = {"rank": rank}
             try:
-                import torch  # type: ignore[import-not-found]  # noqa: PLC0415
-                import torch.distributed as dist  # type: ignore[import-not-found]  # noqa: PLC0415
+                import torch  # type: ignore[import-not-found, unused-ignore]
+                import torch.distributed as dist  # type: ignore[import-not-found, unused-ignore]
 
                 device = "cpu"
                 if backend == "nccl":
@@ -89,7 +89,7 @@ def member(
                     del shard, whole
                 dist.destroy_process_group()
                 out["ok"] = True
-            except Exception as exc:  # noqa: BLE001  # every failure is the finding
+            except Exception as exc:  # every failure is the finding
                 out["ok"] = False
                 out["error"] = f"{type(exc).__name__}: {str(exc).strip().splitlines()[0] if str(exc) else ''}"
                 if "all_reduce" in out:  # the small collective passed: only the sized one failed
@@ -111,9 +111,9 @@ def collective(args: dict[str, Any], out: dict[str, Any]) -> None:
     """One actor per GPU (or per node without GPUs) joins the group, all-reduces and all-gathers."""
     seconds = float(args["timeout"])
     out["python"] = sys.executable
-    import ray  # noqa: PLC0415
-    import torch  # noqa: PLC0415, F401  # fail here, not in every actor
-    from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy  # noqa: PLC0415
+    import ray
+    import torch  # noqa: F401  # fail here, not in every actor
+    from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
     address = args.get("address")
     try:
@@ -121,10 +121,10 @@ def collective(args: dict[str, Any], out: dict[str, Any]) -> None:
             ray.init(address=address, log_to_driver=False)
         else:
             ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, _temp_dir=args["temp_dir"])
-    except Exception as exc:  # noqa: BLE001  # Ray that cannot start or join fails the check
+    except Exception as exc:  # Ray that cannot start or join fails the check
         out["init_error"] = failure(exc)
         return
-    nodes = [n for n in ray.nodes() if n.get("Alive")]  # type: ignore[no-untyped-call]
+    nodes = [n for n in ray.nodes() if n.get("Alive")]  # type: ignore[no-untyped-call, unused-ignore]
     gpu = any(n.get("Resources", {}).get("GPU", 0) >= 1 for n in nodes) and not args.get("gloo")
     places: list[str] = []
     for node in nodes:
