@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -364,13 +365,17 @@ def verify_env(
     """
     from verl_setup.environment.import_probe import run_probe  # noqa: PLC0415
 
-    snap = probe(python, env)
+    # The ABI read (in-process, ELF files) runs while the child lists distributions: a venv's
+    # site-packages is where it usually is; where the listing says otherwise, it is read again.
+    guess = tuple(sorted(python.absolute().parent.parent.glob("lib/python*/site-packages")))
+    with ThreadPoolExecutor(1) as pool:
+        early = pool.submit(check_site_packages, guess)
+        snap = probe(python, env)
+        folders = tuple(dict.fromkeys(Path(d.location) for d in snap.dists if Path(d.location).is_dir()))
+        abi = early.result() if set(folders) == set(guess) else check_site_packages(folders)
     expected = expected_for(snap)
     findings, notes = compare(snap, expected)
     notes += closure_notes(snap.versions(), expected.closure)
-    abi = check_site_packages(
-        tuple(dict.fromkeys(Path(d.location) for d in snap.dists if Path(d.location).is_dir()))
-    )
     if import_timeout is None:
         return Report(snapshot=snap, expected=expected, findings=tuple(findings), notes=tuple(notes), abi=abi)
     if engine is None:
