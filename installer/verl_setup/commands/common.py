@@ -13,7 +13,7 @@ from verl_setup.plan.user_packages import UserPackages, collect
 
 if TYPE_CHECKING:
     from verl_setup.plan.select import Plan
-    from verl_setup.plan.steps import Choice, Recipe
+    from verl_setup.plan.steps import Choice
 
 
 def plan_inputs(args: argparse.Namespace) -> PlanInputs:
@@ -60,36 +60,11 @@ def user_packages(args: argparse.Namespace) -> UserPackages:
     return packages
 
 
-def with_user_packages(
-    args: argparse.Namespace, plan: Plan, recipe: Recipe, env: Mapping[str, str]
-) -> Recipe:
-    """The recipe with the user's packages, git refs at their full commit (a lock, an image and a
-    bundle record the commit); a requirement a row pin refuses stops here (exit 4)."""
-    from verl_setup.environment.install_job import user_recipe  # noqa: PLC0415
-    from verl_setup.plan.verl_source import pin_commits  # noqa: PLC0415
-
-    user = user_packages(args)
-    _no_keep(user)
-    if not user.requirements:
-        return recipe
-    return user_recipe(plan, recipe, pin_commits(user, dict(env)))
-
-
 def pinned_user_packages(args: argparse.Namespace, env: Mapping[str, str]) -> UserPackages:
     """The user's packages with every git ref at its full commit (what a rendered file records)."""
-    from verl_setup.plan.verl_source import pin_commits  # noqa: PLC0415
+    from verl_setup.environment.lock_job import pinned  # noqa: PLC0415
 
-    return pin_commits(_no_keep(user_packages(args)), dict(env))
-
-
-def _no_keep(user: UserPackages) -> UserPackages:
-    """--keep names what an environment already has: only install has one."""
-    if user.keep:
-        raise BadInputError(
-            f"--keep {user.keep[0]} keeps a package as the environment at the prefix has it: it is an "
-            "install flag (a lock, a rendered file or a bundle has no installed environment to keep from)"
-        )
-    return user
+    return pinned(user_packages(args), env)
 
 
 def _verl_checkout(args: argparse.Namespace) -> str | None:

@@ -16,7 +16,7 @@ from typing import Any, TextIO
 from verl_setup.commands.common import plan_for
 from verl_setup.commands.flags import add_artifact_flags, add_plan_flags
 from verl_setup.commands.render import options_from_args
-from verl_setup.environment.install_job import user_recipe
+from verl_setup.environment.lock_job import user_recipe
 from verl_setup.errors import BadInputError, CheckFailedError
 from verl_setup.image.buildkit import BUILDERS, ImageBuilder, build_cli, choose
 from verl_setup.image.engine import (

@@ -9,15 +9,15 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TextIO
 
-from verl_setup.commands.common import extension_requests, plan_for, wheel_sources, with_user_packages
+from verl_setup.commands.common import extension_requests, plan_inputs, user_packages, wheel_sources
 from verl_setup.commands.flags import add_plan_flags, add_recipe_flags
-from verl_setup.environment.lock import compile_lock, compile_pylock, parse, parse_pylock, write_lock
+from verl_setup.environment.lock import write_lock
+from verl_setup.environment.lock_job import LockRequest, make_lock
 from verl_setup.environment.pylock import check_name
-from verl_setup.environment.user_lock import local_warnings
-from verl_setup.environment.uv import uv_and_env
 from verl_setup.errors import BadInputError
 from verl_setup.output import Progress, envelope
-from verl_setup.plan.recipe import recipe_for
+from verl_setup.plan.select import Plan
+from verl_setup.plan.steps import Recipe
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -36,42 +36,44 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.set_defaults(run=run)
 
 
+def request_from(args: argparse.Namespace) -> LockRequest:
+    """The lock flags as a LockRequest."""
+    return LockRequest(
+        plan=plan_inputs(args),
+        extensions=extension_requests(args),
+        wheel_sources=wheel_sources(args),
+        user=user_packages(args),
+        format=args.format,
+    )
+
+
 def run(args: argparse.Namespace, env: Mapping[str, str], out: TextIO) -> int:
     """Resolve the planned row for its Python and platform; --out FILE, else stdout."""
     progress = Progress(quiet=args.quiet)
     to_stdout = args.out is None or str(args.out) == "-"
     if to_stdout and args.json:
         raise BadInputError("--json describes a written lock: give --out FILE")
-    plan = plan_for(args, env)
-    if args.format == "pylock" and not to_stdout:
-        check_name(Path(args.out), plan.row.id)
-    recipe = with_user_packages(
-        args, plan, recipe_for(plan, extension_requests(args), env, wheel_sources(args)), env
-    )
-    from verl_setup.environment.wheel_pick import resolve_wheels  # noqa: PLC0415
 
-    recipe = resolve_wheels(plan, recipe, progress.say)
-    progress.step("plan", f"row {plan.row.id}, Python {plan.python}; resolving with hashes")
-    for warning in (*recipe.warnings, *local_warnings(recipe)):
-        progress.say(f"warning: {warning}")
-    write = compile_pylock if args.format == "pylock" else compile_lock
-    uv, uv_environment = uv_and_env(env, progress.say)
-    text = write(plan, recipe, uv=uv, env=uv_environment)
-    pins = len((parse_pylock if args.format == "pylock" else parse)(text, Path("<new lock>")).pins)
+    def named_for_its_row(plan: Plan, recipe: Recipe) -> Recipe:
+        if args.format == "pylock" and not to_stdout:
+            check_name(Path(args.out), plan.row.id)  # before the resolve: a wrong name costs nothing
+        return recipe
+
+    made = make_lock(request_from(args), env, progress, before_resolve=named_for_its_row)
     if to_stdout:
-        out.write(text)
+        out.write(made.text)
         return 0
     path = Path(args.out)
-    write_lock(path, text)
-    progress.step("done", f"wrote {path}: {pins} distributions with hashes")
+    write_lock(path, made.text)
+    progress.step("done", f"wrote {path}: {made.pins} distributions with hashes")
     if args.json:
         summary = {
             "out": str(path),
             "format": args.format,
-            "sha256": hashlib.sha256(text.encode()).hexdigest(),
-            "row": plan.row.id,
-            "python": plan.python,
-            "distributions": pins,
+            "sha256": hashlib.sha256(made.text.encode()).hexdigest(),
+            "row": made.plan.row.id,
+            "python": made.plan.python,
+            "distributions": made.pins,
         }
         out.write(envelope("lock", summary))
     return 0

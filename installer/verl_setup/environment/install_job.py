@@ -14,13 +14,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
 from verl_setup.environment.lock import Lock, after_lock, read_lock
+from verl_setup.environment.lock_job import planned_recipe
 from verl_setup.environment.python_choice import PythonChoice, choose_python
 from verl_setup.environment.staging import Layout, check_prefix, resolve_prefix
 from verl_setup.environment.verify import MANIFEST
 from verl_setup.errors import InstallError
 from verl_setup.output import Progress
 from verl_setup.plan.make import PlanInputs
-from verl_setup.plan.recipe import recipe_for
 from verl_setup.plan.select import Plan
 from verl_setup.plan.steps import Choice, Recipe, Step
 from verl_setup.plan.user_packages import UserPackages
@@ -169,11 +169,15 @@ def prepare(options: InstallOptions, env: Mapping[str, str], progress: Progress)
     uv = find_uv()
     plan = _held(plan, options, lock, uv=uv, env=env, progress=progress)
     requests = options.extensions if lock is None else lock.requests(options.extensions)
-    recipe = user_recipe(plan, recipe_for(plan, requests, env, options.wheel_sources), options.user)
-    if lock is None:
-        from verl_setup.environment.wheel_pick import resolve_wheels  # noqa: PLC0415
-
-        recipe = resolve_wheels(plan, recipe, progress.say)
+    recipe = planned_recipe(
+        plan,
+        extensions=requests,
+        wheel_sources=options.wheel_sources,
+        user=options.user,
+        env=env,
+        say=progress.say,
+        pick_wheels=lock is None,  # a lock names its wheels itself
+    )
     for warning in (*plan.warnings, *recipe.warnings):
         progress.say(f"warning: {warning}")
     wanted = lock.python if lock else plan.python
@@ -216,16 +220,6 @@ def prepare(options: InstallOptions, env: Mapping[str, str], progress: Progress)
         upgrade=options.upgrade,
         kept=kept,
     )
-
-
-def user_recipe(plan: Plan, recipe: Recipe, user: UserPackages) -> Recipe:
-    """The recipe with the user's packages; a requirement a row pin refuses stops here (no network)."""
-    from verl_setup.environment.with_resolve import direct_conflicts  # noqa: PLC0415
-    from verl_setup.plan.user_recipe import with_user_packages  # noqa: PLC0415
-
-    recipe = with_user_packages(recipe, user)
-    direct_conflicts(plan, recipe)
-    return recipe
 
 
 def _held(

@@ -365,8 +365,7 @@ def verify_env(
     """
     from verl_setup.environment.import_probe import run_probe  # noqa: PLC0415
 
-    # The ABI read (in-process, ELF files) runs while the child lists distributions: a venv's
-    # site-packages is where it usually is; where the listing says otherwise, it is read again.
+    # The ABI read (ELF files) runs while the child lists distributions; elsewhere, read again.
     guess = tuple(sorted(python.absolute().parent.parent.glob("lib/python*/site-packages")))
     with ThreadPoolExecutor(1) as pool:
         early = pool.submit(check_site_packages, guess)
@@ -378,9 +377,7 @@ def verify_env(
     notes += closure_notes(snap.versions(), expected.closure)
     if import_timeout is None:
         return Report(snapshot=snap, expected=expected, findings=tuple(findings), notes=tuple(notes), abi=abi)
-    if engine is None:
-        have = snap.versions()
-        engine = next((e for e in ROLLOUT_ENGINES if e in have), "none")
+    engine = engine or next((e for e in ROLLOUT_ENGINES if e in snap.versions()), "none")
     result = run_probe(python, engine, import_timeout, env, gpu_only=gpu_only, left_out=left_out, known=known)
     return Report(
         snapshot=snap, expected=expected, findings=tuple(findings), notes=tuple(notes), probe=result, abi=abi

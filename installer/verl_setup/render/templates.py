@@ -238,7 +238,7 @@ def _recipe(plan: Plan, options: RenderOptions) -> Recipe | None:
     )
     if not options.user.requirements:
         return recipe
-    from verl_setup.environment.install_job import user_recipe  # noqa: PLC0415
+    from verl_setup.environment.lock_job import user_recipe  # noqa: PLC0415
 
     local = [r for r in options.user.requirements if r.kind == "path"]
     image = sorted({"docker", "apptainer"} & set(options.targets))
