@@ -15,6 +15,7 @@ from verl_setup.doctor.checks.memory.changes import rank
 from verl_setup.doctor.checks.memory.plan import Estimate, estimate
 from verl_setup.doctor.checks.memory.setup import setup_from
 from verl_setup.doctor.checks.memory.shape import shape_of
+from verl_setup.errors import BadInputError
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 MEMORY = FIXTURES / "memory"
@@ -124,3 +125,28 @@ def test_doctor_check_fit_skips_without_a_model_config(
     argv = ["python3", "-m", "verl.trainer.main_ppo", f"actor_rollout_ref.model.path={tmp_path}"]
     assert main_inner(["doctor", "--check", "fit", "--host", str(HOST), "--", *argv]) == 0
     assert "no readable config.json" in capsys.readouterr().out
+
+
+@pytest.mark.subprocess  # the plan's fit estimate probes the target Python for an installed verl
+def test_plan_launch_gives_the_fit_verdict_of_doctor(capsys: pytest.CaptureFixture[str]) -> None:
+    """`plan --launch` runs the same use case as `doctor --check fit`: verl#1141 does not fit the
+    host's 24 GB GPUs, the plan is printed and the exit is 5, as doctor's."""
+    case = next(c for c in CASES if c["id"] == "verl#1141")
+    argv = _launch("Llama-3.2-3B", *(f"{k}={v}" for k, v in case["overrides"].items()))
+    assert main_inner(["plan", "--host", str(HOST), "--json", "--launch", "--", *argv]) == 5
+    data = json.loads(capsys.readouterr().out)["data"]
+    assert data["row"]["id"]
+    assert data["fit"]["id"] == "fit"
+    assert data["fit"]["status"] == "fail"
+    assert "smallest changes that fit" in data["fit"]["remedy"]
+    assert main_inner(["plan", "--host", str(HOST), "--launch", "--", *argv]) == 5
+    text = capsys.readouterr().out
+    assert "FAIL  fit" in text
+    assert "param_offload=True" in text
+
+
+def test_plan_launch_needs_a_command_and_a_command_needs_launch() -> None:
+    with pytest.raises(BadInputError, match="needs the training command"):
+        main_inner(["plan", "--host", str(HOST), "--launch"])
+    with pytest.raises(BadInputError, match="needs --launch"):
+        main_inner(["plan", "--host", str(HOST), "--", "python3", "-m", "verl.trainer.main_ppo"])
