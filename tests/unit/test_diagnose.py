@@ -128,6 +128,22 @@ def test_an_unrelated_failure_is_unknown_and_says_what_was_read() -> None:
     assert d.to_json()["read"][0]["lines"] == 8
 
 
+# Real failures no class covers (kernel bugs, verl's own bugs): diagnose must name no cause.
+UNRELATED = [
+    "unrelated-verl-4308.log",
+    "unrelated-illegal-memory-sglang-verl-2965.log",
+    "unrelated-illegal-memory-verl-1611.log",
+]
+
+
+@pytest.mark.parametrize("name", UNRELATED)
+def test_real_failures_of_no_known_class_are_unknown(name: str) -> None:
+    d = run(name)
+    assert d.verdict is None
+    assert d.cls == "unknown"
+    assert not d.others
+
+
 def test_a_ray_session_names_the_dead_workers_own_traceback_from_its_err() -> None:
     d = run("ray-session-worker-died")
     assert d.cls == "worker-died"
@@ -252,9 +268,7 @@ def _same(d: Diagnosis) -> dict[str, object]:
     return data
 
 
-@pytest.mark.parametrize(
-    "name", [c[0] for c in CASES] + ["unrelated-verl-4308.log", "ray-session-worker-died"]
-)
+@pytest.mark.parametrize("name", [c[0] for c in CASES] + [*UNRELATED, "ray-session-worker-died"])
 def test_grep_and_the_python_scan_give_the_same_diagnosis(name: str, monkeypatch: pytest.MonkeyPatch) -> None:
     # Fixtures are small (the scan searches them itself): make every file go through grep once.
     monkeypatch.setattr(scan, "GREP_MIN", 0)
