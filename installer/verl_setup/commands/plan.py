@@ -69,7 +69,7 @@ def run(args: argparse.Namespace, env: Mapping[str, str], out: TextIO) -> int:
             else [Resolved(requirement=r, version=None) for r in user.requirements]
         )
     if args.json:
-        extra = {"with": [r.to_json() for r in resolved]} if resolved else {}
+        extra: dict[str, object] = {"with": [r.to_json() for r in resolved]} if resolved else {}
         if fit is not None:
             extra["fit"] = fit.to_json()
         out.write(envelope("plan", {**plan.to_json(), "extensions": entries, **extra}))
