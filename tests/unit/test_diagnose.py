@@ -440,6 +440,41 @@ def test_a_crash_names_the_library_at_the_top_of_a_native_stack() -> None:
     assert "_raylet.so" in finding.summary
 
 
+def test_an_abort_names_the_library_of_the_stack_printed_above_it() -> None:
+    """An abort follows the stack of what threw (Ray's terminate handler prints it, then abseil the
+    SIGABRT): the library named is the first past the handler's and the C++ runtime's frames."""
+    from verl_setup.diagnose.explain_runtime import crash_signal  # noqa: PLC0415
+    from verl_setup.diagnose.scan import Hit  # noqa: PLC0415
+
+    raylet = "/data1/jzshen/miniconda3/envs/searchr1/lib/python3.9/site-packages/ray/_raylet.so"
+    cxx = "/data1/jzshen/miniconda3/envs/searchr1/bin/../lib/libstdc++.so.6"
+    # verl#597's "Stack trace:" block as the thread prints it (its last line cut there), above
+    # verl#2995's SIGABRT line (the order vllm#5458 shows: the stack, then the signal).
+    before = (
+        "(WorkerDict pid=230966) [2025-03-14 14:33:45,211 E 230966 231591] logging.cc:120: Stack trace: ",
+        f"(WorkerDict pid=230966)  {raylet}(+0x13aa8ea) [0x7f58dc4ec8ea] ray::operator<<()",
+        f"(WorkerDict pid=230966) {raylet}(+0x13ae022) [0x7f58dc4f0022] ray::TerminateHandler()",
+        f"(WorkerDict pid=230966) {cxx}(+0xb135a) [0x7f58dadc635a] __cxxabiv1::__terminate()",
+        f"(WorkerDict pid=230966) {cxx}(+0xb13c5) [0x7f58dadc63c5]",
+        f"(WorkerDict pid=230966) {cxx}(+0xb134f) [0x7f58dadc634f]",
+        "(WorkerDict pid=230966) /data1/jzshen/miniconda3/envs/searchr1/lib/python3.9/site-packages/"
+        "torch/lib/libtorch_cuda.so(+0xe5ab35) [0x",
+        "(WorkerDict pid=230966) ",
+    )
+    hit = Hit(
+        rule="crash_signal", path="worker.err", number=9,
+        text=(FIXTURES / "crash-sigabrt-watchdog-verl-2995.log").read_text().splitlines()[1], before=before,
+    )  # fmt: skip
+    finding = crash_signal([hit])
+    assert finding.facts["library"] == "libtorch_cuda.so"
+    assert "the top of its stack is libtorch_cuda.so" in finding.summary
+    # Only the handler's frames above: its library, rather than nothing.
+    assert crash_signal([Hit(**{**hit.__dict__, "before": before[:3]})]).facts["library"] == "_raylet.so"
+    # A stack further up than a few lines is another story: not named.
+    far = (*before, *("(WorkerDict pid=230966) INFO step 3",) * 8)
+    assert "library" not in crash_signal([Hit(**{**hit.__dict__, "before": far})]).facts
+
+
 def test_a_crash_signal_outranks_the_dead_worker_it_explains(tmp_path: Path) -> None:
     for name in ("crash-sigfpe-toolrl-26.log", "worker-died-verl-4921.log"):
         shutil.copy(FIXTURES / name, tmp_path / name)
