@@ -169,6 +169,7 @@ def test_plan_launch_gives_the_fit_verdict_of_doctor(capsys: pytest.CaptureFixtu
     text = capsys.readouterr().out
     assert "FAIL  fit" in text
     assert "param_offload=True" in text
+    assert "doctor:" not in text  # the plan's output, not doctor's report
 
 
 def test_plan_launch_needs_a_command_and_a_command_needs_launch() -> None:

@@ -81,7 +81,7 @@ def run(args: argparse.Namespace, env: Mapping[str, str], out: TextIO) -> int:
             lines += args.team_config.explain_lines()  # prefix, CA bundle, index, wheel sources
         out.write(head + "\ninstall    " + rest.replace("\n", "\n" + "".join(f"{x}\n" for x in lines), 1))
         if fit is not None:
-            out.write("\n" + report_text([fit]))
+            out.write("\n" + report_text([fit], footer=False))
     return CheckFailedError.exit_code if fit is not None and fit.status == "fail" else 0
 
 
