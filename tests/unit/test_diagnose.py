@@ -545,3 +545,57 @@ def test_many_binary_files_make_one_note_not_thousands(tmp_path: Path) -> None:
     d = run_path(tmp_path)
     assert len([n for n in d.notes if "binary" in n]) == 6
     assert len(d.to_json()["read"]) == 30
+
+
+_OOM_LINES = (FIXTURES / "cuda-oom-trainer-verl-2828.log").read_bytes().rstrip(b"\n").count(b"\n") + 1
+
+
+def _session_of_many(root: Path) -> list[Path]:
+    """Forty worker logs (more than one grep batch), one with verl#2828's OOM and no final newline,
+    one whose name holds a newline (grep and wc lines cannot carry it: it goes alone)."""
+    oom = (FIXTURES / "cuda-oom-trainer-verl-2828.log").read_bytes()
+    paths = []
+    for i in range(40):
+        name = f"worker-{i:02d}.err" if i != 7 else "worker-07\nodd.err"
+        body = b"step 1 loss 0.1\n" * (50 + i) + (oom.rstrip(b"\n") if i in (3, 7) else b"")
+        (root / name).write_bytes(body)
+        paths.append(root / name)
+    return paths
+
+
+def test_many_files_through_grep_in_batches_read_as_each_alone(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    paths = _session_of_many(tmp_path)
+    triggers_ = triggers()
+    monkeypatch.setattr(scan, "GREP_MIN", 0)
+    runs: list[int] = []
+    real = scan._grep_scan
+
+    def counted(grep: str, items: list[Any], t: Any) -> bool:
+        runs.append(len(items))
+        return bool(real(grep, items, t))
+
+    monkeypatch.setattr(scan, "_grep_scan", counted)
+    batched = scan.scan_files([(p, None) for p in paths], triggers_, workers=2)
+    assert sorted(runs) == [1, 19, 20]  # 39 by name in one batch per worker; the odd name alone
+    monkeypatch.setattr(scan, "_grep", lambda: None)
+    alone = [scan.scan_file(p, triggers_) for p in paths]
+    assert [(s.path, s.lines, s.counts) for s in batched] == [(s.path, s.lines, s.counts) for s in alone]
+    assert batched[3].lines == 53 + _OOM_LINES  # the unfinished last line counts
+    assert [h.number for h in batched[3].hits["cuda_oom"]] == [h.number for h in alone[3].hits["cuda_oom"]]
+    assert batched[7].hits
+    assert batched[3].hits
+    assert not batched[4].hits
+
+
+def test_a_failing_grep_on_a_batch_falls_back_to_reading_each_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    paths = _session_of_many(tmp_path)
+    monkeypatch.setattr(scan, "GREP_MIN", 0)
+    monkeypatch.setattr(scan, "_grep", lambda: shutil.which("sh"))  # refuses grep's flags (exit 2)
+    scans = scan.scan_files([(p, None) for p in paths], triggers(), workers=2)
+    assert [s.error for s in scans] == [None] * 40
+    assert scans[3].lines == 53 + _OOM_LINES
+    assert scans[3].hits["cuda_oom"]
