@@ -128,6 +128,22 @@ def test_an_unrelated_failure_is_unknown_and_says_what_was_read() -> None:
     assert d.to_json()["read"][0]["lines"] == 8
 
 
+# Real failures no class covers (kernel bugs, verl's own bugs): diagnose must name no cause.
+UNRELATED = [
+    "unrelated-verl-4308.log",
+    "unrelated-illegal-memory-sglang-verl-2965.log",
+    "unrelated-illegal-memory-verl-1611.log",
+]
+
+
+@pytest.mark.parametrize("name", UNRELATED)
+def test_real_failures_of_no_known_class_are_unknown(name: str) -> None:
+    d = run(name)
+    assert d.verdict is None
+    assert d.cls == "unknown"
+    assert not d.others
+
+
 def test_a_ray_session_names_the_dead_workers_own_traceback_from_its_err() -> None:
     d = run("ray-session-worker-died")
     assert d.cls == "worker-died"
@@ -252,9 +268,7 @@ def _same(d: Diagnosis) -> dict[str, object]:
     return data
 
 
-@pytest.mark.parametrize(
-    "name", [c[0] for c in CASES] + ["unrelated-verl-4308.log", "ray-session-worker-died"]
-)
+@pytest.mark.parametrize("name", [c[0] for c in CASES] + [*UNRELATED, "ray-session-worker-died"])
 def test_grep_and_the_python_scan_give_the_same_diagnosis(name: str, monkeypatch: pytest.MonkeyPatch) -> None:
     # Fixtures are small (the scan searches them itself): make every file go through grep once.
     monkeypatch.setattr(scan, "GREP_MIN", 0)
@@ -426,6 +440,41 @@ def test_a_crash_names_the_library_at_the_top_of_a_native_stack() -> None:
     assert "_raylet.so" in finding.summary
 
 
+def test_an_abort_names_the_library_of_the_stack_printed_above_it() -> None:
+    """An abort follows the stack of what threw (Ray's terminate handler prints it, then abseil the
+    SIGABRT): the library named is the first past the handler's and the C++ runtime's frames."""
+    from verl_setup.diagnose.explain_runtime import crash_signal  # noqa: PLC0415
+    from verl_setup.diagnose.scan import Hit  # noqa: PLC0415
+
+    raylet = "/data1/jzshen/miniconda3/envs/searchr1/lib/python3.9/site-packages/ray/_raylet.so"
+    cxx = "/data1/jzshen/miniconda3/envs/searchr1/bin/../lib/libstdc++.so.6"
+    # verl#597's "Stack trace:" block as the thread prints it (its last line cut there), above
+    # verl#2995's SIGABRT line (the order vllm#5458 shows: the stack, then the signal).
+    before = (
+        "(WorkerDict pid=230966) [2025-03-14 14:33:45,211 E 230966 231591] logging.cc:120: Stack trace: ",
+        f"(WorkerDict pid=230966)  {raylet}(+0x13aa8ea) [0x7f58dc4ec8ea] ray::operator<<()",
+        f"(WorkerDict pid=230966) {raylet}(+0x13ae022) [0x7f58dc4f0022] ray::TerminateHandler()",
+        f"(WorkerDict pid=230966) {cxx}(+0xb135a) [0x7f58dadc635a] __cxxabiv1::__terminate()",
+        f"(WorkerDict pid=230966) {cxx}(+0xb13c5) [0x7f58dadc63c5]",
+        f"(WorkerDict pid=230966) {cxx}(+0xb134f) [0x7f58dadc634f]",
+        "(WorkerDict pid=230966) /data1/jzshen/miniconda3/envs/searchr1/lib/python3.9/site-packages/"
+        "torch/lib/libtorch_cuda.so(+0xe5ab35) [0x",
+        "(WorkerDict pid=230966) ",
+    )
+    hit = Hit(
+        rule="crash_signal", path="worker.err", number=9,
+        text=(FIXTURES / "crash-sigabrt-watchdog-verl-2995.log").read_text().splitlines()[1], before=before,
+    )  # fmt: skip
+    finding = crash_signal([hit])
+    assert finding.facts["library"] == "libtorch_cuda.so"
+    assert "the top of its stack is libtorch_cuda.so" in finding.summary
+    # Only the handler's frames above: its library, rather than nothing.
+    assert crash_signal([Hit(**{**hit.__dict__, "before": before[:3]})]).facts["library"] == "_raylet.so"
+    # A stack further up than a few lines is another story: not named.
+    far = (*before, *("(WorkerDict pid=230966) INFO step 3",) * 8)
+    assert "library" not in crash_signal([Hit(**{**hit.__dict__, "before": far})]).facts
+
+
 def test_a_crash_signal_outranks_the_dead_worker_it_explains(tmp_path: Path) -> None:
     for name in ("crash-sigfpe-toolrl-26.log", "worker-died-verl-4921.log"):
         shutil.copy(FIXTURES / name, tmp_path / name)
@@ -496,3 +545,57 @@ def test_many_binary_files_make_one_note_not_thousands(tmp_path: Path) -> None:
     d = run_path(tmp_path)
     assert len([n for n in d.notes if "binary" in n]) == 6
     assert len(d.to_json()["read"]) == 30
+
+
+_OOM_LINES = (FIXTURES / "cuda-oom-trainer-verl-2828.log").read_bytes().rstrip(b"\n").count(b"\n") + 1
+
+
+def _session_of_many(root: Path) -> list[Path]:
+    """Forty worker logs (more than one grep batch), one with verl#2828's OOM and no final newline,
+    one whose name holds a newline (grep and wc lines cannot carry it: it goes alone)."""
+    oom = (FIXTURES / "cuda-oom-trainer-verl-2828.log").read_bytes()
+    paths = []
+    for i in range(40):
+        name = f"worker-{i:02d}.err" if i != 7 else "worker-07\nodd.err"
+        body = b"step 1 loss 0.1\n" * (50 + i) + (oom.rstrip(b"\n") if i in (3, 7) else b"")
+        (root / name).write_bytes(body)
+        paths.append(root / name)
+    return paths
+
+
+def test_many_files_through_grep_in_batches_read_as_each_alone(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    paths = _session_of_many(tmp_path)
+    triggers_ = triggers()
+    monkeypatch.setattr(scan, "GREP_MIN", 0)
+    runs: list[int] = []
+    real = scan._grep_scan
+
+    def counted(grep: str, items: list[Any], t: Any) -> bool:
+        runs.append(len(items))
+        return bool(real(grep, items, t))
+
+    monkeypatch.setattr(scan, "_grep_scan", counted)
+    batched = scan.scan_files([(p, None) for p in paths], triggers_, workers=2)
+    assert sorted(runs) == [1, 19, 20]  # 39 by name in one batch per worker; the odd name alone
+    monkeypatch.setattr(scan, "_grep", lambda: None)
+    alone = [scan.scan_file(p, triggers_) for p in paths]
+    assert [(s.path, s.lines, s.counts) for s in batched] == [(s.path, s.lines, s.counts) for s in alone]
+    assert batched[3].lines == 53 + _OOM_LINES  # the unfinished last line counts
+    assert [h.number for h in batched[3].hits["cuda_oom"]] == [h.number for h in alone[3].hits["cuda_oom"]]
+    assert batched[7].hits
+    assert batched[3].hits
+    assert not batched[4].hits
+
+
+def test_a_failing_grep_on_a_batch_falls_back_to_reading_each_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    paths = _session_of_many(tmp_path)
+    monkeypatch.setattr(scan, "GREP_MIN", 0)
+    monkeypatch.setattr(scan, "_grep", lambda: shutil.which("sh"))  # refuses grep's flags (exit 2)
+    scans = scan.scan_files([(p, None) for p in paths], triggers(), workers=2)
+    assert [s.error for s in scans] == [None] * 40
+    assert scans[3].lines == 53 + _OOM_LINES
+    assert scans[3].hits["cuda_oom"]

@@ -10,7 +10,10 @@ from typing import TextIO
 from verl_setup.commands.common import extension_requests, plan_for, user_packages, wheel_sources
 from verl_setup.commands.flags import add_plan_flags, add_recipe_flags
 from verl_setup.commands.text_output import plan_text
+from verl_setup.doctor.result import CheckResult, report_text
+from verl_setup.errors import BadInputError, CheckFailedError
 from verl_setup.output import envelope
+from verl_setup.plan.target import from_env
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -24,13 +27,23 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--cluster", type=Path, metavar="FILE", help="one row for every node of a cluster file (detect --ray)"
     )
+    p.add_argument(
+        "--launch", action="store_true",
+        help="also estimate whether the training command after `--` fits each GPU of the host "
+        "(the planner of `doctor --check fit`; an estimate)",
+    )  # fmt: skip
+    p.add_argument(
+        "launch_command", nargs="*", metavar="-- LAUNCH COMMAND", help="with --launch: the training command"
+    )
     add_plan_flags(p)
     add_recipe_flags(p)
     p.set_defaults(run=run)
 
 
 def run(args: argparse.Namespace, env: Mapping[str, str], out: TextIO) -> int:
-    """Plan and print (one row for every node with --cluster)."""
+    """Plan and print (one row for every node with --cluster); with --launch, the memory estimate
+    for the launch too (exit 5 when it does not fit, as `doctor --check fit`)."""
+    fit = _fit(args, env)
     if args.cluster is not None:
         from verl_setup.commands import plan_cluster  # noqa: PLC0415
 
@@ -56,7 +69,9 @@ def run(args: argparse.Namespace, env: Mapping[str, str], out: TextIO) -> int:
             else [Resolved(requirement=r, version=None) for r in user.requirements]
         )
     if args.json:
-        extra = {"with": [r.to_json() for r in resolved]} if resolved else {}
+        extra: dict[str, object] = {"with": [r.to_json() for r in resolved]} if resolved else {}
+        if fit is not None:
+            extra["fit"] = fit.to_json()
         out.write(envelope("plan", {**plan.to_json(), "extensions": entries, **extra}))
     else:
         text = plan_text(plan, explain=args.explain or args.all_rows, all_rows=args.all_rows)
@@ -65,4 +80,25 @@ def run(args: argparse.Namespace, env: Mapping[str, str], out: TextIO) -> int:
         if args.explain and getattr(args, "team_config", None) is not None:
             lines += args.team_config.explain_lines()  # prefix, CA bundle, index, wheel sources
         out.write(head + "\ninstall    " + rest.replace("\n", "\n" + "".join(f"{x}\n" for x in lines), 1))
-    return 0
+        if fit is not None:
+            out.write("\n" + report_text([fit], footer=False))
+    return CheckFailedError.exit_code if fit is not None and fit.status == "fail" else 0
+
+
+def _fit(args: argparse.Namespace, env: Mapping[str, str]) -> CheckResult | None:
+    """--launch's estimate (before planning: a bad launch is bad input before any output)."""
+    if not args.launch:
+        if args.launch_command:
+            raise BadInputError("a launch command after `--` needs --launch (plan --launch -- COMMAND)")
+        return None
+    if args.cluster is not None:
+        raise BadInputError("--launch estimates one host's GPUs: give --host, not --cluster")
+    from verl_setup.doctor.fit_launch import fit_of_launch, launch_of  # noqa: PLC0415
+
+    found = getattr(args, "team_config", None)
+    prefix = None if found is None else found.values.get("prefix")
+    return fit_of_launch(
+        launch_of(args.launch_command), env,
+        host=from_env(args.host, env, "VERL_SETUP_HOST"), matrix=args.matrix,
+        config_prefix=Path(prefix) if prefix else None,
+    )  # fmt: skip

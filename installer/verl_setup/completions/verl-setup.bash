@@ -24,7 +24,7 @@ _verl_setup() {
     case "$path" in
     '') opts='detect plan matrix render docker install lock bundle verify smoke wheelhouse doctor completion diagnose report -h --help -V --version' ;;
     detect) opts='-h --help --json --ray --slurm --out --force --prefix --python --runtime-env --installed --timeout -v --verbose -q --quiet --no-config' ;;
-    plan) opts='-h --help --json --explain --all-rows --known-issues --cluster --host --driver --gpu --sm --gpu-count --no-gpu --npu --cann --rocm --arch --glibc --python --verl --engine --backend --policy --prefer --row --matrix --build --build-flash-attn --wheel-source --without --with --with-requirements --with-editable --keep -v --verbose -q --quiet --no-config' ;;
+    plan) opts='-h --help --json --explain --all-rows --known-issues --cluster --launch --host --driver --gpu --sm --gpu-count --no-gpu --npu --cann --rocm --arch --glibc --python --verl --engine --backend --policy --prefer --row --matrix --build --build-flash-attn --wheel-source --without --with --with-requirements --with-editable --keep -v --verbose -q --quiet --no-config' ;;
     matrix) opts='list show validate prove check propose -h --help' ;;
     'matrix list') opts='-h --help --json --matrix -v --verbose -q --quiet --no-config' ;;
     'matrix show') opts='-h --help --json --matrix -v --verbose -q --quiet --no-config' ;;

@@ -28,6 +28,7 @@ complete -c verl-setup -n '__fish_seen_subcommand_from plan' -l explain
 complete -c verl-setup -n '__fish_seen_subcommand_from plan' -l all-rows
 complete -c verl-setup -n '__fish_seen_subcommand_from plan' -l known-issues
 complete -c verl-setup -n '__fish_seen_subcommand_from plan' -l cluster
+complete -c verl-setup -n '__fish_seen_subcommand_from plan' -l launch
 complete -c verl-setup -n '__fish_seen_subcommand_from plan' -l host
 complete -c verl-setup -n '__fish_seen_subcommand_from plan' -l driver
 complete -c verl-setup -n '__fish_seen_subcommand_from plan' -l gpu -x -a '2060 T1000 A100 A30 A800 A40 A10 3090 3070 3060 A2 2050 3050 L40S 4090 4080 L4 4060 H100 H200 H800 H20 GH200 B200 GB200 B100 B300 GB300 5090 5080 5070 5060 5050'

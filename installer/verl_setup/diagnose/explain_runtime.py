@@ -115,6 +115,8 @@ def crash_signal(hits: Sequence[Hit]) -> LogFinding:
             if w := _WHO.search(hit.text):
                 facts.update({k: v for k, v in w.groupdict().items() if v})
             facts.update(_stack_top(hit))
+            if "library" not in facts and (lib := _library_above(hit)):
+                facts["library"] = lib
             if any("Watchdog" in line or "ProcessGroupNCCL" in line for line in hit.before):
                 facts["after"] = "an NCCL watchdog timeout"
     sig = facts.get("signal", "a signal")
@@ -168,6 +170,36 @@ def _stack_top(hit: Hit) -> dict[str, str]:
         if "python_frame" not in found and (py := _PYFILE.search(line)):
             found["python_frame"] = f"{py['module'].replace('/', '.')}:{py['line']}"
     return found
+
+
+# A frame that names its library: Ray's "Stack trace:" lines (`/path/lib.so(+0x..) [0x..] symbol`)
+# and torch's C++ exception frames (`frame #N: symbol + 0x.. (0x.. in /path/lib.so)`).
+_LIB_FRAME = re.compile(r"/(?P<lib>[\w.+-]+\.so(?:\.\d+)*)(?:\(|\)|\s|$)")
+_C_RUNTIME = ("libc.so", "libstdc++.so", "libpthread.so", "libgcc_s.so", "ld-linux")
+_HANDLERS = ("_raylet.so", "libc10.so")  # Ray's crash handler, torch's exception constructor
+_GAP = 6  # lines between the signal line and the stack above it (blank, PC:, @ frames)
+
+
+def _library_above(hit: Hit) -> str | None:
+    """The library at the top of the native stack printed just above the signal line (an abort
+    follows the stack of what threw: Ray's terminate handler or torch's exception), past the C
+    runtime's and the handlers' own frames; a handler's library only when nothing else is there."""
+    block: list[str] = []
+    gap = 0
+    for line in reversed(hit.before):
+        m = _LIB_FRAME.search(line)
+        if m:
+            block.append(m["lib"])
+        elif block or gap >= _GAP:
+            break
+        else:
+            gap += 1
+    block.reverse()  # top of the stack first
+    named = [lib for lib in block if not lib.startswith(_C_RUNTIME)]
+    for lib in named:
+        if not lib.startswith(_HANDLERS):
+            return lib
+    return named[0] if named else None
 
 
 _NCCL_VERSION = re.compile(r"NCCL version (?P<version>[\d.]+)")

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import os
 import time
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -13,7 +12,7 @@ from typing import Any
 from verl_setup.diagnose.explain import explain
 from verl_setup.diagnose.finding import LogFinding
 from verl_setup.diagnose.rules import CONTEXT_TIER, RULES, rule_of, triggers
-from verl_setup.diagnose.scan import FileScan, Hit, scan_file, scan_text, text_size
+from verl_setup.diagnose.scan import FileScan, Hit, scan_files, scan_text, text_size
 from verl_setup.diagnose.sources import Sources
 from verl_setup.util.bounded import one_line
 
@@ -83,8 +82,7 @@ def diagnose(sources: Sources, max_bytes: int = MAX_BYTES) -> Diagnosis:
             break
         plan.append((path, left))
         left -= text_size(path)
-    with ThreadPoolExecutor(max_workers=max(1, min(4, os.cpu_count() or 1))) as pool:
-        scans = list(pool.map(lambda job: scan_file(job[0], pattern, limit=job[1]), plan))
+    scans = scan_files(plan, pattern, workers=max(1, min(4, os.cpu_count() or 1)))
     notes += [
         f"{s.path}: read its last {s.read} bytes (line numbers count from there)" for s in scans if s.start
     ]

@@ -98,8 +98,9 @@ def report_json(results: Sequence[CheckResult]) -> dict[str, Any]:
     }
 
 
-def report_text(results: Sequence[CheckResult]) -> str:
-    """Human report: one line per check; evidence and remedies for anything not passing."""
+def report_text(results: Sequence[CheckResult], *, footer: bool = True) -> str:
+    """Human report: one line per check; evidence and remedies for anything not passing; with
+    `footer`, doctor's count line."""
     lines = []
     for r in results:
         lines.append(f"{r.status.upper():5} {r.id:11} {r.summary}")
@@ -115,9 +116,12 @@ def report_text(results: Sequence[CheckResult]) -> str:
         if r.remedy:
             for i, text in enumerate(r.remedy.splitlines()):
                 lines.append(f"{'':6}{'remedy' if i == 0 else '':12}{text}")
-    counts = {s: sum(1 for r in results if r.status == s) for s in ("pass", "warn", "fail", "skip")}
-    noun = "check" if len(results) == 1 else "checks"
-    lines.append(f"doctor: {len(results)} {noun}: " + ", ".join(f"{n} {s}" for s, n in counts.items() if n))
+    if footer:
+        counts = {s: sum(1 for r in results if r.status == s) for s in ("pass", "warn", "fail", "skip")}
+        noun = "check" if len(results) == 1 else "checks"
+        lines.append(
+            f"doctor: {len(results)} {noun}: " + ", ".join(f"{n} {s}" for s, n in counts.items() if n)
+        )
     return "\n".join(lines) + "\n"
 
 

@@ -10,12 +10,15 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from verl_setup.doctor.checks.memory.gpu import gpu_estimates
-from verl_setup.doctor.context import Context
 from verl_setup.doctor.probes.launch_command import hydra_value
 from verl_setup.doctor.probes.model_files import read_model
 from verl_setup.doctor.result import CheckResult, Evidence, Finding, fold
+
+if TYPE_CHECKING:  # only annotations: diagnose imports this package without doctor's context
+    from verl_setup.doctor.context import Context
 
 ID = "memory"
 GIB = 1024**3

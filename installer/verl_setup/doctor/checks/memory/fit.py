@@ -6,17 +6,19 @@ verl overrides. Every figure is an estimate and prints its formula."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from verl_setup.doctor.checks.memory.changes import Change, rank
 from verl_setup.doctor.checks.memory.plan import RAY_KILL_AT, Estimate, estimate, gib
 from verl_setup.doctor.checks.memory.setup import setup_from
 from verl_setup.doctor.checks.memory.shape import shape_of
-from verl_setup.doctor.context import Context
 from verl_setup.doctor.probes.launch_command import Resolver, hydra_value
 from verl_setup.doctor.probes.model_files import read_model
 from verl_setup.doctor.probes.verl_config import MISSING
 from verl_setup.doctor.result import CheckResult, Evidence, Finding, fold, skip
+
+if TYPE_CHECKING:  # only annotations: diagnose's OOM verdict imports this without doctor's context
+    from verl_setup.doctor.context import Context
 
 ID = "fit"
 

@@ -10,13 +10,15 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from verl_setup.doctor.context import Context
 from verl_setup.doctor.probes.launch_command import Resolver, hydra_value
 from verl_setup.doctor.probes.model_files import read_model
 from verl_setup.doctor.probes.verl_config import MISSING
 from verl_setup.doctor.result import Evidence, Finding
+
+if TYPE_CHECKING:  # only annotations: diagnose imports this package without doctor's context
+    from verl_setup.doctor.context import Context
 
 GIB = 1024**3
 ROLLOUT = "actor_rollout_ref.rollout"
