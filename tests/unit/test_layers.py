@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import ast
 import os
+import re
 import time
 from pathlib import Path
 
@@ -377,3 +378,30 @@ def test_the_check_for_machine_probes_catches_each_kind(tmp_path: Path) -> None:
         'PY = run([python, "--version"], timeout=30)\n'
     )
     assert machine_probes(sample) == ["sample.py:3", "sample.py:4", "sample.py:5", "sample.py:6"]
+
+
+# `X.split(".")[:2]` (either quote, [:2] or [0:2]): util.versions.minor_of says the same and
+# reads "2.11.0+cu130", "v0.9.1" and "12" alike everywhere.
+MINOR_BY_HAND = re.compile(r"""split\(\s*(['"])\.\1\s*\)\s*\[\s*0?\s*:\s*2\s*\]""")
+
+
+def test_no_minor_version_is_cut_by_hand() -> None:
+    root = PACKAGE.parents[1]
+    trees = [root / "installer", root / "bench", root / "tasks", root / "tests"]
+    offenders = [
+        f"{path.relative_to(root)}:{number}"
+        for tree in trees
+        for path in sorted(tree.rglob("*.py"))
+        if path != Path(__file__).resolve()
+        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
+        if MINOR_BY_HAND.search(line)
+    ]
+    assert offenders == []
+
+
+def test_the_check_for_minors_by_hand_catches_each_form() -> None:
+    forms = ['v.split(".")[:2]', "v.split('.')[:2]", 'v.split(".")[0:2]', 'v.split( "." )[ :2 ]']
+    assert all(MINOR_BY_HAND.search(f) for f in forms)
+    assert not any(
+        MINOR_BY_HAND.search(f) for f in ['v.split(".")[:1]', 'v.split(".", 1)[0]', 'v.split("-")[:2]']
+    )
