@@ -84,6 +84,13 @@ def test_the_build_nvcc_is_cuda_homes_before_paths(tmp_path: Path) -> None:
     # CUDA_HOME without an nvcc falls through to PATH's; neither gives None.
     assert nvcc_version({"CUDA_HOME": str(tmp_path), "PATH": f"{nvcc.parent}:/usr/bin:/bin"}) == "13.0"
     assert nvcc_version({"CUDA_HOME": str(tmp_path), "PATH": str(tmp_path)}) is None
+    # One reader of `nvcc --version` for builds and the toolkit choice: an nvcc that fails says nothing.
+    broken = tmp_path / "broken" / "bin" / "nvcc"
+    broken.parent.mkdir(parents=True)
+    broken.write_text(f"#!/bin/sh\nprintf '%s\\n' '{NVCC_VERSION.splitlines()[0]}'\nexit 1\n")
+    broken.chmod(0o755)
+    assert nvcc_release(broken) is None
+    assert nvcc_version({"CUDA_HOME": str(tmp_path / "broken"), "PATH": "/usr/bin:/bin"}) is None
 
 
 def test_toolkit_homes_name_where_each_was_found(tmp_path: Path) -> None:

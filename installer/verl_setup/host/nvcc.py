@@ -24,21 +24,20 @@ def nvcc_release(nvcc: Path, env: Mapping[str, str] | None = None) -> tuple[str,
     return (f"{found[1]}.{found[2]}", found[3]) if out.returncode == 0 and found else None
 
 
-def nvcc_version(env: Mapping[str, str]) -> str | None:
-    """The CUDA release of the nvcc a build would use (CUDA_HOME's, else PATH's), e.g. "13.0"."""
-    from verl_setup.util.runner import ProgramError, run  # noqa: PLC0415  # `plan` starts without it
-
+def build_nvcc(env: Mapping[str, str]) -> Path | None:
+    """The nvcc a build would run: CUDA_HOME's (or CUDA_PATH's) bin/nvcc, else PATH's."""
     home = env.get("CUDA_HOME") or env.get("CUDA_PATH")
-    nvcc = str(Path(home) / "bin" / "nvcc") if home and (Path(home) / "bin" / "nvcc").exists() else None
-    nvcc = nvcc or shutil.which("nvcc", path=env.get("PATH", os.defpath))
-    if nvcc is None:
-        return None
-    try:
-        out = run([nvcc, "--version"], timeout=30, env=env)
-    except ProgramError:
-        return None
-    found = re.search(r"release (\d+\.\d+)", out.stdout)
-    return found[1] if found else None
+    if home and (Path(home) / "bin" / "nvcc").exists():
+        return Path(home) / "bin" / "nvcc"
+    on_path = shutil.which("nvcc", path=env.get("PATH", os.defpath))
+    return Path(on_path) if on_path else None
+
+
+def nvcc_version(env: Mapping[str, str]) -> str | None:
+    """The CUDA release of the nvcc a build would use (build_nvcc), e.g. "13.0"."""
+    nvcc = build_nvcc(env)
+    found = nvcc_release(nvcc, env) if nvcc else None
+    return found[0] if found else None
 
 
 def toolkit_homes(cuda: str, env: Mapping[str, str]) -> list[tuple[Path, str]]:
