@@ -19,6 +19,7 @@ from verl_setup.matrix.load import load_matrix
 from verl_setup.matrix.schema import Row
 from verl_setup.util.runner import run
 from verl_setup.util.uvbin import find_uv
+from verl_setup.util.versions import minor_of
 
 MATRIX = load_matrix()
 UV_TIMEOUT = 300.0
@@ -37,7 +38,7 @@ def cases() -> list[tuple[Row, str]]:
         minors = (
             row.python.supported
             if os.environ.get("VERL_SETUP_RESOLVE_ALL_PYTHONS")
-            else [".".join(row.python.recommended.split(".")[:2])]
+            else [minor_of(row.python.recommended)]
         )
         out += [(row, minor) for minor in minors]
     return out
@@ -92,7 +93,7 @@ ENGINE_ROWS = [r for r in MATRIX.rows if r.engine.name != "none"]
 @pytest.mark.parametrize("row", ENGINE_ROWS, ids=lambda r: r.id)
 def test_engine_metadata_pins_the_rows_torch(row: Row, tmp_path: Path) -> None:
     # Resolve the engine alone: the torch it drags in is what its own metadata pins.
-    python = ".".join(row.python.recommended.split(".")[:2])
+    python = minor_of(row.python.recommended)
     # sglang up to 0.5.2 keeps its torch pin under the [srt] extra.
     extra = "[srt]" if row.engine.name == "sglang" else ""
     pins = resolve(row, python, tmp_path, [f"{row.engine.name}{extra}=={row.engine.version}"])

@@ -11,13 +11,14 @@ import pytest
 
 from tests.conftest import run_cli
 from verl_setup.matrix.load import load_matrix
+from verl_setup.util.versions import minor_of
 
 pytestmark = [pytest.mark.network, pytest.mark.slow]
 
 
 def test_setup_venv_for_the_cpu_row_builds_a_venv_whose_verl_matches(tmp_path: Path) -> None:
     row = load_matrix().row("cpu")
-    minor = ".".join(row.python.recommended.split(".")[:2])  # the cpu row runs on 3.12 only
+    minor = minor_of(row.python.recommended)  # the cpu row runs on 3.12 only
     found = sorted((Path.home() / ".pyenv" / "versions").glob(f"{minor}.*/bin/python3"))
     if not found:
         pytest.skip(f"no pyenv Python {minor} here (the row needs it)")

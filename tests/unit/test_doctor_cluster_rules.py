@@ -1,11 +1,10 @@
 """Rules of the ray, memory and collective checks that read files and values, not a running Ray:
-the working_dir upload against Ray's limit, cgroup limits, proxies, and the collective's verdict
+the working_dir upload against Ray's limit, proxies, and the collective's verdict
 on a child report (the child itself runs for real in tests/integration)."""
 
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 from typing import Any
 
@@ -15,12 +14,12 @@ import yaml
 from tests.conftest import host
 from tests.render_scenarios import SCENARIOS, plan_for
 from verl_setup.doctor.checks.collective import judge
-from verl_setup.doctor.checks.memory import cgroup_limit, meminfo
 from verl_setup.doctor.checks.ray_local import auth_token_findings, working_dir_findings
 from verl_setup.doctor.context import Context, Options
 from verl_setup.doctor.probes.launch_command import parse_launch
-from verl_setup.doctor.probes.ray_local import cpu_limit, proxy_without_bypass
+from verl_setup.doctor.probes.ray_local import proxy_without_bypass
 from verl_setup.doctor.probes.working_dir import excluded
+from verl_setup.host.resources import meminfo
 from verl_setup.matrix.load import load_matrix
 from verl_setup.render.templates import RenderOptions, render
 from verl_setup.scripts import Script, script_path
@@ -90,27 +89,6 @@ def test_verls_runtime_env_override_is_read_too(project: Path) -> None:
     findings, evidence = working_dir_findings(ctx(*launch))
     assert findings[0].status == "fail"
     assert evidence[0].source == "launch ray_kwargs.ray_init.runtime_env.working_dir"
-
-
-def test_cgroup_v2_and_v1_limits_from_a_made_tree(tmp_path: Path) -> None:
-    (tmp_path / "job/slurm").mkdir(parents=True)
-    (tmp_path / "job/slurm/memory.max").write_text("8589934592\n")
-    (tmp_path / "job/slurm/cpu.max").write_text("150000 100000\n")
-    self_v2 = tmp_path / "self-v2"
-    self_v2.write_text("0::/job/slurm\n")
-    assert cgroup_limit(tmp_path, self_v2) == (8 * 2**30, str(tmp_path / "job/slurm/memory.max"))
-    assert cpu_limit(tmp_path, self_v2).quota == 1.5
-    (tmp_path / "memory/docker/abc").mkdir(parents=True)
-    (tmp_path / "memory/docker/abc/memory.limit_in_bytes").write_text("9223372036854771712\n")  # unlimited
-    self_v1 = tmp_path / "self-v1"
-    self_v1.write_text("7:memory:/docker/abc\n")
-    assert cgroup_limit(tmp_path, self_v1) == (None, "")
-
-
-def test_this_machines_meminfo_and_affinity() -> None:
-    total, available = meminfo()
-    assert total >= available > 0
-    assert cpu_limit().affinity == len(os.sched_getaffinity(0))
 
 
 def test_proxy_rules() -> None:
@@ -303,8 +281,7 @@ def test_a_32b_untied_model_loads_once_per_node_and_offload_is_counted(
     (model / "model.safetensors.index.json").write_text(json.dumps({"metadata": {"total_size": 61 * 2**30}}))
     meminfo_file = tmp_path / "meminfo"
     meminfo_file.write_text("MemTotal:       390594560 kB\nMemAvailable:   380000000 kB\n")
-    real_meminfo = memory.meminfo
-    monkeypatch.setattr(memory, "meminfo", lambda: real_meminfo(meminfo_file))  # the thread's 400 GB
+    monkeypatch.setattr(memory, "meminfo", lambda: meminfo(meminfo_file))  # the thread's 400 GB
     monkeypatch.setattr(memory, "cgroup_limit", lambda: (None, ""))
 
     def run_memory(*extra: str) -> tuple[str, str, list[str]]:

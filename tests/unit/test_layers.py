@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import ast
 import os
+import re
 import time
 from pathlib import Path
 
@@ -321,3 +322,86 @@ def test_no_two_public_classes_share_a_name() -> None:
             if isinstance(node, ast.ClassDef) and not node.name.startswith("_"):
                 where.setdefault(node.name, []).append(str(path.relative_to(PACKAGE)))
     assert {name: paths for name, paths in where.items() if len(paths) > 1} == {}
+
+
+# A machine fact read below host/ (the scripts/ run in other interpreters, without the package).
+MACHINE_CALLS = ("os.cpu_count", "os.sched_getaffinity", "os.sysconf")
+MACHINE_FILES = ("/proc/meminfo", "/proc/self/cgroup", "/sys/fs/cgroup")
+# diagnose/verdict.py sizes its thread pool from os.cpu_count(); that line is rewritten on another
+# branch (diagnose's batched scan) and moves to host.resources.online_cpus when both are in.
+MACHINE_FACTS_LEFT = {"diagnose/verdict.py"}
+
+
+def reads_a_machine_fact(node: ast.AST) -> bool:
+    """os.cpu_count() and its kind, a /proc or cgroup path, or an argv that runs `nvcc --version`."""
+    if isinstance(node, ast.Call):
+        return ast.unparse(node.func) in MACHINE_CALLS
+    if isinstance(node, ast.Constant):
+        return isinstance(node.value, str) and node.value.startswith(MACHINE_FILES)
+    if isinstance(node, (ast.List, ast.Tuple)):
+        words = [ast.unparse(e) for e in node.elts]
+        return "'--version'" in words and any("nvcc" in w for w in words)
+    return False
+
+
+def machine_probes(path: Path) -> list[str]:
+    """Where `path` reads memory, CPUs, the cgroup or nvcc's release itself."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    return sorted(
+        {f"{where(path)}:{getattr(n, 'lineno', 0)}" for n in ast.walk(tree) if reads_a_machine_fact(n)},
+        key=lambda hit: int(hit.rsplit(":", 1)[1]),
+    )
+
+
+def test_machine_facts_are_read_in_host_only() -> None:
+    """host/ holds every machine fact with its source: nvcc's release, memory, cores, the affinity
+    mask and the cgroup's limits are read there (host/resources.py, host/nvcc.py), nowhere else."""
+    outside = [
+        p
+        for p in sorted(PACKAGE.rglob("*.py"))
+        if PACKAGE / "host" not in p.parents
+        and SCRIPTS_DIR not in p.parents
+        and str(p.relative_to(PACKAGE)) not in MACHINE_FACTS_LEFT
+    ]
+    assert [hit for p in outside for hit in machine_probes(p)] == []
+
+
+def test_the_check_for_machine_probes_catches_each_kind(tmp_path: Path) -> None:
+    sample = tmp_path / "sample.py"
+    sample.write_text(
+        '"""Reads /proc/meminfo: a docstring that names it is no read."""\n'
+        "import os\n"
+        "CORES = os.cpu_count()\n"
+        'MEMINFO = Path("/proc/meminfo")\n'
+        "RAM = os.sysconf('SC_PHYS_PAGES')\n"
+        'OUT = run([nvcc, "--version"], timeout=30)\n'
+        'PY = run([python, "--version"], timeout=30)\n'
+    )
+    assert machine_probes(sample) == ["sample.py:3", "sample.py:4", "sample.py:5", "sample.py:6"]
+
+
+# `X.split(".")[:2]` (either quote, [:2] or [0:2]): util.versions.minor_of says the same and
+# reads "2.11.0+cu130", "v0.9.1" and "12" alike everywhere.
+MINOR_BY_HAND = re.compile(r"""split\(\s*(['"])\.\1\s*\)\s*\[\s*0?\s*:\s*2\s*\]""")
+
+
+def test_no_minor_version_is_cut_by_hand() -> None:
+    root = PACKAGE.parents[1]
+    trees = [root / "installer", root / "bench", root / "tasks", root / "tests"]
+    offenders = [
+        f"{path.relative_to(root)}:{number}"
+        for tree in trees
+        for path in sorted(tree.rglob("*.py"))
+        if path != Path(__file__).resolve()
+        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
+        if MINOR_BY_HAND.search(line)
+    ]
+    assert offenders == []
+
+
+def test_the_check_for_minors_by_hand_catches_each_form() -> None:
+    forms = ['v.split(".")[:2]', "v.split('.')[:2]", 'v.split(".")[0:2]', 'v.split( "." )[ :2 ]']
+    assert all(MINOR_BY_HAND.search(f) for f in forms)
+    assert not any(
+        MINOR_BY_HAND.search(f) for f in ['v.split(".")[:1]', 'v.split(".", 1)[0]', 'v.split("-")[:2]']
+    )

@@ -7,6 +7,7 @@ import dataclasses
 
 from verl_setup.matrix.load import load_matrix
 from verl_setup.matrix.schema import Row
+from verl_setup.util.versions import minor_of
 
 # The bridge each verl line builds Megatron models with by default (the probe reads the same from
 # the installed verl): verl/trainer/config/engine/megatron.yaml, use_mbridge: True and
@@ -26,7 +27,7 @@ MBRIDGE_READS_TRANSFORMERS_5 = ("641a5a0",)
 
 def bridge_problems(row: Row) -> list[str]:
     """Why the probe's bridge checks would fail on an install of this Megatron row."""
-    line = ".".join(row.verl.version.split(".")[:2])
+    line = minor_of(row.verl.version)
     bridge = DEFAULT_BRIDGE.get(line)
     if bridge is None:
         return [f"verl {line}: no default bridge recorded here"]

@@ -22,6 +22,7 @@ from verl_setup.plan.target import build_target
 from verl_setup.plan.team_config import find_team_config
 from verl_setup.render.quoting import toml
 from verl_setup.render.templates import TARGETS, RenderedFile, RenderOptions, expand_targets, render
+from verl_setup.util.versions import minor_of
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -81,7 +82,7 @@ def test_every_scenario_is_a_uv_project_of_the_row_for_its_python(scenario: Scen
     plan = plan_for(scenario)
     doc = tomllib.loads(files["pyproject.toml"])
     assert files[".python-version"] == plan.python + "\n"
-    minor = ".".join(plan.python.split(".")[:2])
+    minor = minor_of(plan.python)
     assert doc["project"]["requires-python"] == f"=={minor}.*"
     assert doc["project"]["dependencies"][0] == plan.row.requirements()[0]  # verl with its extras
     uv = doc["tool"]["uv"]

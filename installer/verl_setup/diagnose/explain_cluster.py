@@ -9,8 +9,8 @@ from verl_setup.diagnose.finding import LogEvidence, LogFinding, evidence_of, ne
 from verl_setup.diagnose.scan import Hit
 from verl_setup.diagnose.silent_ranks import never_reported
 from verl_setup.diagnose.workers import last_traceback
-from verl_setup.doctor.checks.memory import cgroup_limit
 from verl_setup.doctor.probes.nccl_log import address_kind
+from verl_setup.host.resources import cgroup_limit
 
 _WATCHDOG = re.compile(
     r"\[Rank (?P<rank>\d+)\] Watchdog caught collective operation timeout: WorkNCCL\(SeqNum=(?P<seq>\d+), "

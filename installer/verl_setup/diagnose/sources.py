@@ -10,13 +10,12 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from verl_setup.host.resources import memory_events
 from verl_setup.util import runner
 from verl_setup.util.bounded import one_line
 
 MAX_FILES = 20_000  # a Ray session of a long multi-node run has thousands of worker logs
 MAX_DEPTH = 32  # folder levels walked below a given folder (a Ray session has 3)
-CGROUP_ROOT = Path("/sys/fs/cgroup")
-SELF_CGROUP = Path("/proc/self/cgroup")
 
 
 @dataclass(kw_only=True)
@@ -97,21 +96,6 @@ def _walk(root: Path, sources: Sources) -> list[Path]:
             f"{one_line(str(root))}: folders more than {MAX_DEPTH} levels deep were not read"
         )
     return found
-
-
-def memory_events(root: Path = CGROUP_ROOT, self_cgroup: Path = SELF_CGROUP) -> Path | None:
-    """This process's cgroup v2 memory.events, if it has one."""
-    try:
-        lines = self_cgroup.read_text(encoding="ascii").splitlines()
-    except OSError:
-        return None
-    for line in lines:
-        hierarchy, controllers, rel = ([*line.split(":", 2), "", ""])[:3]
-        if hierarchy == "0" and controllers == "":
-            candidate = root / rel.lstrip("/") / "memory.events"
-            if candidate.is_file():
-                return candidate
-    return None
 
 
 def kernel_log(timeout: float = 10.0) -> tuple[str | None, str]:

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
+from verl_setup.host.resources import online_cpus
 from verl_setup.scripts import script_path
 from verl_setup.util.runner import ProgramError, stream
 
@@ -123,7 +124,7 @@ def run_probe(
     argv = [str(python), str(script_path("import_probe")), engine, "-", json.dumps(dict(gpu_only or {}))]
     argv += [json.dumps(dict(left_out or {}))] if left_out or known else []
     argv += [json.dumps(dict(known))] if known else []
-    count = shards or max(1, min((os.cpu_count() or 1) // 2, MAX_SHARDS))
+    count = shards or max(1, min((online_cpus() or 1) // 2, MAX_SHARDS))
     base = dict(os.environ if env is None else env)
     envs = [None if count == 1 else {**base, SHARD_VARIABLE: f"{i}/{count}"} for i in range(count)]
     if count == 1:

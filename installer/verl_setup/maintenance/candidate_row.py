@@ -138,7 +138,7 @@ def recommended_python(matrix: Matrix, minors: list[str]) -> str:
 
 
 def _row_id(matrix: Matrix, verl: str, engine: str, version: str) -> str:
-    base = f"verl{'.'.join(verl.split('.')[:2])}-{engine}{version}"
+    base = f"verl{minor_of(verl)}-{engine}{version}"
     taken = {r.id for r in matrix.rows}
     return base if base not in taken else f"{base}-proposed"
 

@@ -31,6 +31,7 @@ from verl_setup import __version__
 from verl_setup.environment.lock import read_lock
 from verl_setup.environment.uv import uv_env
 from verl_setup.errors import CheckFailedError, InstallError
+from verl_setup.host.resources import online_cpus
 from verl_setup.maintenance.check import default_index, floor_above, resolution_of, row_floor
 from verl_setup.maintenance.closure_targets import with_targets
 from verl_setup.maintenance.floors import Floor
@@ -252,7 +253,7 @@ def _host_words(gpus: int, env: Mapping[str, str]) -> str:
     """Where a trains step ran: CPUs here, or the GPUs the GPU host's script named."""
     if gpus:
         return f"{gpus} x {env.get('VERL_SETUP_PROVE_GPU_NAME') or 'GPU'} ({platform.node()})"
-    return f"CPU only: {os.cpu_count()} cores, {platform.machine()} ({platform.node()})"
+    return f"CPU only: {online_cpus()} cores, {platform.machine()} ({platform.node()})"
 
 
 def _floor(

@@ -19,6 +19,7 @@ from packaging.version import InvalidVersion, Version
 
 from verl_setup.matrix.schema import Row, RowsFile, WheelSource
 from verl_setup.matrix.wheel_seen import SeenSource, SeenWheel, wheel_key, world_of
+from verl_setup.util.versions import minor_of
 
 Links = Callable[[str, str], list[str]]  # (index URL, package) -> file URLs (#sha256=...)
 
@@ -125,7 +126,7 @@ def worlds_of(source: WheelSource, rows: Iterable[Row] | None = None) -> list[tu
             for torch in served.torch:
                 if wanted is not None and (cuda, torch) not in wanted:
                     continue
-                cuda_tag = "cu" + "".join(cuda.split(".")[:2])
+                cuda_tag = "cu" + minor_of(cuda).replace(".", "")
                 assert source.url is not None  # noqa: S101  # checkable() keeps sources with a URL
                 out[world_of(cuda, torch)] = source.url.format(cuda_tag=cuda_tag, torch_minor=torch)
     return list(out.items())
@@ -224,7 +225,7 @@ def _tag_of(cudas: Iterable[str], world: str) -> str:
     """The world prefix ("cu130/") when one of the build set's CUDA releases names it, else a
     prefix that matches nothing."""
     for cuda in cudas:
-        tag = f"cu{''.join(cuda.split('.')[:2])}/"
+        tag = f"cu{minor_of(cuda).replace('.', '')}/"
         if world.startswith(tag):
             return tag
     return "\0"

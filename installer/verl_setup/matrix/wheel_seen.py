@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from verl_setup.errors import BadInputError
+from verl_setup.util.versions import minor_of
 from verl_setup.util.yamlread import YamlError, dump_yaml, read_yaml
 
 SEEN_FILE = "wheel-sources-seen.yaml"
@@ -40,12 +41,12 @@ class SeenSource:
 
 def wheel_key(world: str, package: str, version: str, python: str, arch: str) -> str:
     """ "cu130/torch2.11 flash-attn 2.8.3 cp312 x86_64"."""
-    return f"{world} {package} {version} cp{''.join(python.split('.')[:2])} {arch}"
+    return f"{world} {package} {version} cp{minor_of(python).replace('.', '')} {arch}"
 
 
 def world_of(cuda: str | None, torch_minor: str) -> str:
     """ "cu130/torch2.11": a world of an index source that keeps one index per CUDA and torch."""
-    return f"cu{''.join((cuda or '').split('.')[:2])}/torch{torch_minor}"
+    return f"cu{minor_of(cuda or '').replace('.', '')}/torch{torch_minor}"
 
 
 def seen_path(rows_path: Path) -> Path:

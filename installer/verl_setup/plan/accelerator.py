@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from verl_setup.errors import BadInputError
-from verl_setup.util.versions import shown
+from verl_setup.util.versions import minor_of, shown
 
 if TYPE_CHECKING:
     from verl_setup.host.facts import HostFacts
@@ -192,13 +192,9 @@ def reasons(row: Row, target: AcceleratorTarget | None, engine: str | None) -> l
             f"({target.name}; say the chip family with --npu)"
         )
     need = row.requires.toolkit
-    if need and target.toolkit and _minor(target.toolkit) != _minor(need):
-        out.append(f"{TOOLKIT[want]} {_minor(need)}.x needed ({need} tested), host has {target.toolkit}")
+    if need and target.toolkit and minor_of(target.toolkit) != minor_of(need):
+        out.append(f"{TOOLKIT[want]} {minor_of(need)}.x needed ({need} tested), host has {target.toolkit}")
     return out
-
-
-def _minor(version: str) -> str:
-    return ".".join(version.split(".")[:2])
 
 
 def no_row_words(target: AcceleratorTarget, rows: tuple[Row, ...]) -> str:

@@ -8,15 +8,16 @@ verify. A new step is written here once."""
 
 from __future__ import annotations
 
-import os
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 
 from verl_setup.errors import BadInputError, InstallError
+from verl_setup.host.nvcc import nvcc_version
+from verl_setup.host.resources import memory_gib, online_cpus
 from verl_setup.matrix.schema import ExtensionFacts, Row, WheelSource
 from verl_setup.matrix.wheel_seen import load_seen
-from verl_setup.plan.build_host import GIB_PER_BUILD_JOB, build_jobs, memory_gib, nvcc_version
+from verl_setup.plan.build_host import GIB_PER_BUILD_JOB, build_jobs
 from verl_setup.plan.refusal import refusal, without_reason
 from verl_setup.plan.select import Plan
 from verl_setup.plan.steps import (
@@ -293,7 +294,7 @@ def recipe_for(
         plan,
         extensions=requests,
         nvcc_version=nvcc_version(env) if build else None,
-        cores=os.cpu_count() if build else None,
+        cores=online_cpus() if build else None,
         memory_gib=memory_gib() if build else None,
         wheel_sources=wheel_sources,
         env=env,

@@ -196,7 +196,7 @@ def last_check(seen: SeenSource | None, row: Row, *, name: str, version: str, py
     if wheel is not None and wheel.status == "missing":
         last = f"last seen {wheel.last_seen}" if wheel.last_seen else "never seen there"
         return (
-            f"{world} had no {name} {version} for Python {'.'.join(python.split('.')[:2])} on "
+            f"{world} had no {name} {version} for Python {minor_of(python)} on "
             f"{row.requires.arch[0]} when last checked ({seen.checked}; {last})",
             "",
         )

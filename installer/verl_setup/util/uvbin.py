@@ -7,6 +7,7 @@ import re
 import shutil
 
 from verl_setup.errors import InstallError
+from verl_setup.util.versions import minor_of
 
 # The uv versions this release is tested with (pyproject's `uv>=0.13,<0.14`; the locks record the
 # version, and the error classification reads its messages). Older uv lacks what the code uses:
@@ -52,7 +53,7 @@ def path_version(uv: str) -> str:
 
 def check_version(uv: str, version: str) -> None:
     """InstallError, in one line naming the range needed, for a uv outside TESTED_UV."""
-    major, minor = (int(x) for x in version.split(".")[:2])
+    major, minor = (int(x) for x in minor_of(version).split("."))
     if (major, minor) != TESTED_UV:
         needed = ".".join(map(str, TESTED_UV))
         raise InstallError(

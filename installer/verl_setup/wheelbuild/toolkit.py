@@ -6,20 +6,18 @@ from __future__ import annotations
 
 import os
 import re
-import shutil
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
 from verl_setup.errors import InstallError
-from verl_setup.util.runner import ProgramError, run
+from verl_setup.host.nvcc import has_headers, nvcc_release, toolkit_homes
 
 # The parts of CUDA 13's `cuda-toolkit` meta-package a torch extension build needs: nvcc (with
 # ptxas, nvlink, fatbinary), the crt and cccl headers, the runtime (headers and libcudart) and nvvm
 # (cicc). torch's own Requires-Dist pins the same meta-package's version for its runtime libraries.
 PYPI_PARTS = ("nvcc", "crt", "cccl", "cudart", "nvvm")
 _TOOLKIT_PIN = re.compile(r"^cuda-toolkit(?:\[[^\]]*\])?\s*\(?==\s*([0-9][0-9.]*)", re.IGNORECASE)
-_RELEASE = re.compile(r"release (\d+)\.(\d+), V([0-9.]+)")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -42,32 +40,13 @@ class Toolkit:
         }
 
 
-def nvcc_release(nvcc: Path, env: Mapping[str, str] | None = None) -> tuple[str, str] | None:
-    """("13.0", "13.0.88") from `nvcc --version`, or None when it cannot say."""
-    try:
-        out = run([str(nvcc), "--version"], timeout=60, env=env)
-    except ProgramError:
-        return None
-    found = _RELEASE.search(out.stdout)
-    return (f"{found[1]}.{found[2]}", found[3]) if out.returncode == 0 and found else None
-
-
 def host_toolkit(cuda: str, env: Mapping[str, str]) -> Toolkit | None:
     """CUDA_HOME's, PATH's or /usr/local/cuda's toolkit when its nvcc is CUDA `cuda`'s major."""
-    candidates: list[tuple[Path, str]] = []
-    for variable in ("CUDA_HOME", "CUDA_PATH"):
-        if env.get(variable):
-            candidates.append((Path(env[variable]), variable))
-    on_path = shutil.which("nvcc", path=env.get("PATH", os.defpath))
-    if on_path:
-        candidates.append((Path(on_path).resolve().parent.parent, "nvcc on PATH"))
-    candidates.append((Path(f"/usr/local/cuda-{cuda}"), f"/usr/local/cuda-{cuda}"))
-    candidates.append((Path("/usr/local/cuda"), "/usr/local/cuda"))
-    for home, source in candidates:
+    for home, source in toolkit_homes(cuda, env):
         nvcc = home / "bin" / "nvcc"
         # A wrapper script on PATH (`exec /usr/local/cuda-13.0/bin/nvcc "$@"`) is no CUDA_HOME: a
         # toolkit has the runtime headers beside its bin/ (torch's cpp_extension reads them there).
-        if not nvcc.is_file() or not _has_headers(home):
+        if not nvcc.is_file() or not has_headers(home):
             continue
         found = nvcc_release(nvcc, env)
         if found and found[0].split(".")[0] == cuda.split(".", maxsplit=1)[0]:
@@ -75,14 +54,6 @@ def host_toolkit(cuda: str, env: Mapping[str, str]) -> Toolkit | None:
                 home=home, release=found[0], version=found[1], source=f"the host's ({source}: {home})"
             )
     return None
-
-
-def _has_headers(home: Path) -> bool:
-    """Whether CUDA_HOME=`home` gives a compiler cuda_runtime_api.h."""
-    return any(
-        (home / sub / "cuda_runtime_api.h").is_file()
-        for sub in ("include", "targets/x86_64-linux/include", "targets/sbsa-linux/include")
-    )
 
 
 def pypi_requirements(torch_requires: list[str], torch_version: str) -> list[str]:

@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from verl_setup.doctor.context import Context
 from verl_setup.doctor.result import CheckResult, Evidence, Finding, fold, skip
 from verl_setup.host.facts import Accelerator
+from verl_setup.util.versions import minor_of
 
 ID = "accelerator"
 SET_ENV = "/usr/local/Ascend/ascend-toolkit/set_env.sh"
@@ -158,7 +159,7 @@ def toolkit_findings(ctx: Context, acc: Accelerator) -> list[Finding]:
                 remedy=f"source {SET_ENV}" if acc.family == "ascend" else None,
             )
         ]
-    if have.split(".")[:2] != need.split(".")[:2]:
+    if minor_of(have) != minor_of(need):
         return [
             Finding(
                 status="fail",

@@ -16,7 +16,6 @@ from verl_setup.doctor.checks.gpu_memory import visible
 from verl_setup.doctor.checks.ray_demand import findings as demand_findings
 from verl_setup.doctor.context import Context
 from verl_setup.doctor.probes.ray_local import (
-    cpu_limit,
     cpus_per_bundle,
     proxy_without_bypass,
     start_local_ray,
@@ -24,6 +23,7 @@ from verl_setup.doctor.probes.ray_local import (
 )
 from verl_setup.doctor.probes.working_dir import find_working_dir, package_size, upload_limit
 from verl_setup.doctor.result import CheckResult, Evidence, Finding, fold
+from verl_setup.host.resources import cpu_limit
 
 ID = "ray"
 Uploads = tuple[list[Finding], list[Evidence]]

@@ -1,74 +1,23 @@
-"""What a Ray started here would meet: the CPUs the cgroup and affinity allow, the temp dir's space,
-proxies, verl's CPUs per GPU bundle, and (scripts/ray_local.py) a throwaway Ray started for real.
+"""What a Ray started here would meet: the temp dir's space, proxies, verl's CPUs per GPU bundle,
+and (scripts/ray_local.py) a throwaway Ray started for real. The CPUs it may use are host/resources.py's.
 """
 
 from __future__ import annotations
 
 import json
-import os
 import re
 import tempfile
 from collections.abc import Mapping
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from verl_setup.scripts import script_path
 from verl_setup.util.runner import ProgramError, run
 
-CGROUP_ROOT = Path("/sys/fs/cgroup")
-SELF_CGROUP = Path("/proc/self/cgroup")
 LOCAL_TIMEOUT = 60.0  # ray.init, a placement group and one actor per bundle, under a hard kill
 CHILD = script_path("ray_local")
 _POOL_DEFAULT = re.compile(r"max_colocate_count: int = (\d+)")
 _POOL_GIVEN = re.compile(r"RayResourcePool\([^)]*max_colocate_count=(\d+)")
-
-
-@dataclass(frozen=True, kw_only=True)
-class CpuLimit:
-    """The CPUs this process may use, and what limits them."""
-
-    online: int
-    affinity: int
-    quota: float | None
-    quota_source: str
-
-    @property
-    def allowed(self) -> float:
-        return min(self.affinity, self.quota) if self.quota is not None else float(self.affinity)
-
-
-def cpu_limit(root: Path = CGROUP_ROOT, self_cgroup: Path = SELF_CGROUP) -> CpuLimit:
-    """Online CPUs, the affinity mask (taskset, Slurm) and the cgroup CPU quota (v2 cpu.max, v1 cfs)."""
-    quota, source = None, ""
-    try:
-        lines = self_cgroup.read_text(encoding="ascii").splitlines()
-    except OSError:
-        lines = []
-    for line in lines:
-        _, controllers, rel = line.split(":", 2)
-        rel = rel.lstrip("/")
-        if controllers == "":
-            file = root / rel / "cpu.max"
-            try:
-                max_, period = file.read_text(encoding="ascii").split()
-            except (OSError, ValueError):
-                continue
-            if max_ != "max":
-                quota, source = int(max_) / int(period), str(file)
-        elif "cpu" in controllers.split(","):
-            for folder in (root / controllers / rel, root / "cpu" / rel):
-                try:
-                    q = int((folder / "cpu.cfs_quota_us").read_text(encoding="ascii"))
-                    p = int((folder / "cpu.cfs_period_us").read_text(encoding="ascii"))
-                except (OSError, ValueError):
-                    continue
-                if q > 0 and p > 0:
-                    quota, source = q / p, str(folder / "cpu.cfs_quota_us")
-                break
-    return CpuLimit(
-        online=os.cpu_count() or 1, affinity=len(os.sched_getaffinity(0)), quota=quota, quota_source=source
-    )
 
 
 def temp_dir(env: Mapping[str, str]) -> Path:

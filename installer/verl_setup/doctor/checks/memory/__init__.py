@@ -16,19 +16,16 @@ from verl_setup.doctor.checks.memory.gpu import gpu_estimates
 from verl_setup.doctor.probes.launch_command import hydra_value
 from verl_setup.doctor.probes.model_files import read_model
 from verl_setup.doctor.result import CheckResult, Evidence, Finding, fold
+from verl_setup.host.resources import MEMINFO, cgroup_limit, meminfo
 
 if TYPE_CHECKING:  # only annotations: diagnose imports this package without doctor's context
     from verl_setup.doctor.context import Context
 
 ID = "memory"
 GIB = 1024**3
-MEMINFO = Path("/proc/meminfo")
-CGROUP_ROOT = Path("/sys/fs/cgroup")
-SELF_CGROUP = Path("/proc/self/cgroup")
 SHM = Path("/dev/shm")  # noqa: S108  # read (statvfs), never written
 SHM_FLOOR = 1 * GIB  # NCCL and the rollout engines share tensors through /dev/shm; Docker gives 64 MiB
 OPTIMIZER_FACTOR = 6  # fp32 weights + Adam m and v (12 B/param) over bf16 weights (2 B/param)
-UNLIMITED = 2**60
 RAY_KILL_AT = 0.95  # Ray's memory monitor kills a worker at this fraction (RAY_memory_usage_threshold)
 # Offloaded state per node, in multiples of the bf16 weights, sharded over the nodes: FSDP keeps the
 # actor's parameters in fp32 (fsdp_config.model_dtype, 4 B/param = 2x) and Adam's m and v in fp32
@@ -112,43 +109,6 @@ def check_memory(ctx: Context) -> CheckResult:
     findings += _shm(evidence)
     findings += gpu_estimates(ctx, evidence)
     return fold(ID, findings, evidence, ok=f"{_gib(usable)} of memory covers loading and saving")
-
-
-def meminfo(path: Path = MEMINFO) -> tuple[int, int]:
-    """(MemTotal, MemAvailable) in bytes."""
-    values: dict[str, int] = {}
-    for line in path.read_text(encoding="ascii").splitlines():
-        name, _, rest = line.partition(":")
-        parts = rest.split()
-        if parts and parts[0].isdigit():
-            values[name] = int(parts[0]) * 1024
-    return values.get("MemTotal", 0), values.get("MemAvailable", values.get("MemFree", 0))
-
-
-def cgroup_limit(root: Path = CGROUP_ROOT, self_cgroup: Path = SELF_CGROUP) -> tuple[int | None, str]:
-    """This process's cgroup memory limit (v2 memory.max, else v1 memory.limit_in_bytes)."""
-    try:
-        lines = self_cgroup.read_text(encoding="ascii").splitlines()
-    except OSError:
-        return None, ""
-    for line in lines:
-        _, controllers, rel = line.split(":", 2)
-        rel = rel.lstrip("/")
-        if controllers == "":
-            candidates = [root / rel / "memory.max", root / "unified" / rel / "memory.max"]
-        elif "memory" in controllers.split(","):
-            candidates = [root / "memory" / rel / "memory.limit_in_bytes"]
-        else:
-            continue
-        for file in candidates:
-            try:
-                text = file.read_text(encoding="ascii").strip()
-            except OSError:
-                continue
-            if text == "max" or not text.isdigit() or int(text) >= UNLIMITED:
-                continue
-            return int(text), str(file)
-    return None, ""
 
 
 def _shm(evidence: list[Evidence]) -> list[Finding]:
