@@ -3,7 +3,6 @@ order of precedence, else the first symptom, else "unknown" with what was read. 
 
 from __future__ import annotations
 
-import os
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -14,6 +13,7 @@ from verl_setup.diagnose.finding import LogFinding
 from verl_setup.diagnose.rules import CONTEXT_TIER, RULES, rule_of, triggers
 from verl_setup.diagnose.scan import FileScan, Hit, scan_files, scan_text, text_size
 from verl_setup.diagnose.sources import Sources
+from verl_setup.host.resources import online_cpus
 from verl_setup.util.bounded import one_line
 
 MAX_BYTES = 4 << 30  # bytes read in one diagnosis (about 5 s); a larger file is read from its end
@@ -82,7 +82,7 @@ def diagnose(sources: Sources, max_bytes: int = MAX_BYTES) -> Diagnosis:
             break
         plan.append((path, left))
         left -= text_size(path)
-    scans = scan_files(plan, pattern, workers=max(1, min(4, os.cpu_count() or 1)))
+    scans = scan_files(plan, pattern, workers=max(1, min(4, online_cpus() or 1)))
     notes += [
         f"{s.path}: read its last {s.read} bytes (line numbers count from there)" for s in scans if s.start
     ]
