@@ -351,7 +351,7 @@ def use_case_parts_imported(path: Path) -> list[str]:
             parts = (w for b, w in USE_CASE_PARTS.items() if module == b or module.startswith(b + "."))
             which = next(parts, frozenset())
             if which is None or (which and name in which):
-                found.append(f"{where(path)}:{node.lineno} {module}.{name}")
+                found.append(f"{where(path)}:{getattr(node, 'lineno', 0)} {module}.{name}")
     return found
 
 
