@@ -328,8 +328,11 @@ def test_no_two_public_classes_share_a_name() -> None:
 USE_CASE_PARTS: dict[str, frozenset[str] | None] = {
     "verl_setup.plan.recipe": frozenset({"build_recipe", "recipe_for"}),
     "verl_setup.environment.wheel_pick": frozenset({"resolve_wheels"}),
-    "verl_setup.environment.lock": frozenset({"resolve", "compile_lock", "compile_pylock"}),
-    "verl_setup.environment.lock_job": frozenset({"user_recipe"}),
+    "verl_setup.environment.lock": frozenset({"resolve", "compile_lock", "compile_pylock", "write_lock"}),
+    "verl_setup.environment.lock_job": frozenset({"user_recipe", "planned_recipe"}),
+    "verl_setup.environment.pylock": frozenset({"check_name"}),
+    "verl_setup.environment.verify": frozenset({"verify_env"}),
+    "verl_setup.cluster.install": frozenset({"check_sharing", "install_on_nodes"}),
     "verl_setup.image.engine": None,  # the Docker SDK client, build, verify inside, label, push
     "verl_setup.image.buildkit": frozenset({"choose", "build_cli"}),
     "docker": None,  # the Docker SDK itself
@@ -363,7 +366,7 @@ def test_the_check_for_use_case_parts_catches_each_form(tmp_path: Path) -> None:
         "from verl_setup.image import engine\n"
         "from verl_setup.image.buildkit import BUILDERS, choose\n"
         "def f():\n"
-        "    from verl_setup.environment.lock import compile_lock, write_lock  # noqa\n"
+        "    from verl_setup.environment.lock import compile_lock, read_lock  # noqa\n"
     )
     assert use_case_parts_imported(sample) == [
         "sample.py:1 docker.*",
