@@ -151,6 +151,23 @@ def test_quiet_drops_the_cluster_summary_and_keeps_a_missing_nodes_warning(
         assert len(err) == (1 if quiet else 2)
 
 
+def test_a_cluster_file_with_out_is_written_whole_and_the_json_is_the_same_text(tmp_path: Path) -> None:
+    import json  # noqa: PLC0415
+
+    from tests.conftest import FIXTURES  # noqa: PLC0415
+    from verl_setup.commands.detect_cluster import write  # noqa: PLC0415
+    from verl_setup.host.cluster_file import load_cluster  # noqa: PLC0415
+
+    cluster = load_cluster(FIXTURES / "cluster" / "nodes-64.json")
+    target, out = tmp_path / "cluster.json", io.StringIO()
+    write(cluster, target, out, quiet=True)
+    assert out.getvalue() == ""  # --out without --json: the file only
+    assert [p.name for p in tmp_path.iterdir()] == ["cluster.json"]  # no .part left behind
+    assert load_cluster(target).nodes == cluster.nodes
+    write(cluster, target, out, as_json=True, quiet=True)
+    assert json.loads(out.getvalue())["data"] == json.loads(target.read_text())
+
+
 def test_quiet_install_on_a_cluster_keeps_each_nodes_finished_line_off_the_terminal(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:

@@ -405,3 +405,64 @@ def test_the_check_for_minors_by_hand_catches_each_form() -> None:
     assert not any(
         MINOR_BY_HAND.search(f) for f in ['v.split(".")[:1]', 'v.split(".", 1)[0]', 'v.split("-")[:2]']
     )
+
+
+# The pieces a use case assembles (plan -> recipe -> wheels -> lock; the image's engine and
+# builder): a command that imports one is doing the use case's work itself. None = every name.
+USE_CASE_PARTS: dict[str, frozenset[str] | None] = {
+    "verl_setup.plan.recipe": frozenset({"build_recipe", "recipe_for"}),
+    "verl_setup.environment.wheel_pick": frozenset({"resolve_wheels"}),
+    "verl_setup.environment.lock": frozenset({"resolve", "compile_lock", "compile_pylock", "write_lock"}),
+    "verl_setup.environment.lock_job": frozenset({"user_recipe", "planned_recipe"}),
+    "verl_setup.environment.pylock": frozenset({"check_name"}),
+    "verl_setup.environment.verify": frozenset({"verify_env"}),
+    "verl_setup.cluster.install": frozenset({"check_sharing", "install_on_nodes"}),
+    "verl_setup.image.engine": None,  # the Docker SDK client, build, verify inside, label, push
+    "verl_setup.image.buildkit": frozenset({"choose", "build_cli"}),
+    "docker": None,  # the Docker SDK itself
+}
+
+
+def use_case_parts_imported(path: Path) -> list[str]:
+    """`file:line name` for each import of a use case's assembly piece in `path`."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        pairs: list[tuple[str, str]] = []  # (module, name imported from it; "*": the module)
+        if isinstance(node, ast.Import):
+            pairs = [(a.name, "*") for a in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            for a in node.names:  # `from pkg import module` imports a module too
+                whole = f"{node.module}.{a.name}"
+                pairs.append((whole, "*") if whole in USE_CASE_PARTS else (node.module, a.name))
+        for module, name in pairs:
+            parts = (w for b, w in USE_CASE_PARTS.items() if module == b or module.startswith(b + "."))
+            which = next(parts, frozenset())
+            if which is None or (which and name in which):
+                found.append(f"{where(path)}:{getattr(node, 'lineno', 0)} {module}.{name}")
+    return found
+
+
+def test_the_check_for_use_case_parts_catches_each_form(tmp_path: Path) -> None:
+    sample = tmp_path / "sample.py"
+    sample.write_text(
+        "import docker\n"
+        "from verl_setup.plan.recipe import build_recipe, Recipe\n"
+        "from verl_setup.image import engine\n"
+        "from verl_setup.image.buildkit import BUILDERS, choose\n"
+        "def f():\n"
+        "    from verl_setup.environment.lock import compile_lock, read_lock  # noqa\n"
+    )
+    assert use_case_parts_imported(sample) == [
+        "sample.py:1 docker.*",
+        "sample.py:2 verl_setup.plan.recipe.build_recipe",
+        "sample.py:3 verl_setup.image.engine.*",
+        "sample.py:4 verl_setup.image.buildkit.choose",
+        "sample.py:6 verl_setup.environment.lock.compile_lock",
+    ]
+
+
+def test_commands_import_no_piece_a_use_case_assembles() -> None:
+    """Every command ends in one use-case call: building a recipe, resolving wheels, compiling a
+    lock, or driving the image engine and builder is the use case's (environment/, image/)."""
+    found = [hit for p in sorted((PACKAGE / "commands").rglob("*.py")) for hit in use_case_parts_imported(p)]
+    assert found == []

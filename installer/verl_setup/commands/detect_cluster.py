@@ -14,7 +14,7 @@ from verl_setup.cluster.detect import detect_cluster, load_runtime_env
 from verl_setup.cluster.slurm import detect_slurm
 from verl_setup.environment.verify import target_python
 from verl_setup.errors import BadInputError
-from verl_setup.host.cluster_file import Cluster
+from verl_setup.host.cluster_file import Cluster, save_cluster
 from verl_setup.output import envelope
 
 
@@ -47,11 +47,7 @@ def write(
     """The cluster file to `path` (written whole, then renamed) or `out` (as the envelope's data
     with --json, written to stdout even with --out); the summary to stderr (not under -q; a
     missing node's warning always)."""
-    text = cluster.to_json()
-    if path is not None:
-        part = path.with_name(f".{path.name}.part")
-        part.write_text(text, encoding="utf-8")
-        part.replace(path)
+    text = cluster.to_json() if path is None else save_cluster(cluster, path)
     if as_json:
         out.write(envelope("detect", json.loads(text)))
     elif path is None:

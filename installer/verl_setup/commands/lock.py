@@ -4,20 +4,15 @@ hashed requirements file (the default) or PEP 751's pylock.toml (`--format pyloc
 from __future__ import annotations
 
 import argparse
-import hashlib
 from collections.abc import Mapping
 from pathlib import Path
 from typing import TextIO
 
 from verl_setup.commands.common import extension_requests, plan_inputs, user_packages, wheel_sources
 from verl_setup.commands.flags import add_plan_flags, add_recipe_flags
-from verl_setup.environment.lock import write_lock
-from verl_setup.environment.lock_job import LockRequest, make_lock
-from verl_setup.environment.pylock import check_name
+from verl_setup.environment.lock_job import LockRequest, lock_to
 from verl_setup.errors import BadInputError
 from verl_setup.output import Progress, envelope
-from verl_setup.plan.select import Plan
-from verl_setup.plan.steps import Recipe
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -53,24 +48,15 @@ def run(args: argparse.Namespace, env: Mapping[str, str], out: TextIO) -> int:
     to_stdout = args.out is None or str(args.out) == "-"
     if to_stdout and args.json:
         raise BadInputError("--json describes a written lock: give --out FILE")
-
-    def named_for_its_row(plan: Plan, recipe: Recipe) -> Recipe:
-        if args.format == "pylock" and not to_stdout:
-            check_name(Path(args.out), plan.row.id)  # before the resolve: a wrong name costs nothing
-        return recipe
-
-    made = make_lock(request_from(args), env, progress, before_resolve=named_for_its_row)
-    if to_stdout:
+    path = None if to_stdout else Path(args.out)
+    made = lock_to(request_from(args), path, env, progress)
+    if path is None:
         out.write(made.text)
-        return 0
-    path = Path(args.out)
-    write_lock(path, made.text)
-    progress.step("done", f"wrote {path}: {made.pins} distributions with hashes")
-    if args.json:
+    elif args.json:
         summary = {
             "out": str(path),
             "format": args.format,
-            "sha256": hashlib.sha256(made.text.encode()).hexdigest(),
+            "sha256": made.sha256,
             "row": made.plan.row.id,
             "python": made.plan.python,
             "distributions": made.pins,

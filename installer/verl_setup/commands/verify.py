@@ -9,15 +9,9 @@ from typing import TextIO
 
 from verl_setup.cluster.verify import verify_cluster
 from verl_setup.environment.lock import read_lock
-from verl_setup.environment.verify import (
-    Expected,
-    Snapshot,
-    target_python,
-    verify_env,
-)
-from verl_setup.environment.verify_target import expected_from, manifest_row
+from verl_setup.environment.verify import target_python
+from verl_setup.environment.verify_target import VerifyRequest, verify_target
 from verl_setup.errors import CheckFailedError
-from verl_setup.matrix.load import load_matrix
 from verl_setup.output import emit
 
 
@@ -47,23 +41,14 @@ def run(args: argparse.Namespace, env: Mapping[str, str], out: TextIO) -> int:
         return verify_cluster(
             python, args.ray, lock=lock, timeout=args.timeout, env=env, out=out, as_json=args.json
         )
-
-    row = load_matrix(args.matrix).row(args.row) if args.row else None
-
-    def expected_for(snap: Snapshot) -> Expected:
-        return expected_from(snap, lock=lock, row=row)
-
-    timeout = None if args.no_import else args.import_timeout
-    gpu_only, left_out, known = _row_facts(args, python)
-    report = verify_env(
-        python,
-        expected_for,
-        import_timeout=timeout,
-        env=env,
-        gpu_only=gpu_only,
-        left_out=left_out,
-        known=known,
+    request = VerifyRequest(
+        python=python,
+        lock=lock,
+        row=args.row,
+        matrix=args.matrix,
+        import_timeout=None if args.no_import else args.import_timeout,
     )
+    report = verify_target(request, env)
     error = None if report.ok else CheckFailedError(report.summary())
     if args.json:
         emit(out, "verify", report.to_json(), error)
@@ -72,20 +57,3 @@ def run(args: argparse.Namespace, env: Mapping[str, str], out: TextIO) -> int:
     if error is not None:
         raise error
     return 0
-
-
-def _row_facts(
-    args: argparse.Namespace, python: Path
-) -> tuple[dict[str, str], dict[str, str], dict[str, str]]:
-    """The row's modules that need an NVIDIA driver to import (--row, else the manifest's row), the
-    modules of packages the install left out on purpose (the manifest's torch_extensions), and the
-    imports the row's known issues break."""
-    found, left = manifest_row(python)
-    row_id = args.row or found
-    if row_id is None:
-        return {}, {}, {}
-    matrix = load_matrix(args.matrix)
-    row = next((r for r in matrix.rows if r.id == row_id), None)
-    gpu_only = dict(row.gpu_only_imports) if row else {}
-    known = dict(row.known_broken_imports) if row else {}
-    return gpu_only, matrix.rows_file.left_out_modules(left), known

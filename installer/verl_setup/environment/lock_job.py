@@ -4,6 +4,7 @@ hashes (environment/lock.py)."""
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -38,6 +39,11 @@ class MadeLock:
     recipe: Recipe
     text: str
     pins: int
+
+    @property
+    def sha256(self) -> str:
+        """The lock text's sha256 (`lock --json`)."""
+        return hashlib.sha256(self.text.encode()).hexdigest()
 
 
 def planned_recipe(
@@ -119,3 +125,21 @@ def make_lock(
     text = (compile_pylock if pylock else compile_lock)(plan, recipe, uv=exe, env=uv_environment)
     pins = len((parse_pylock if pylock else parse)(text, Path("<new lock>")).pins)
     return MadeLock(plan=plan, recipe=recipe, text=text, pins=pins)
+
+
+def lock_to(request: LockRequest, out: Path | None, env: Mapping[str, str], progress: Progress) -> MadeLock:
+    """`lock`'s use case: make the lock, then write it to `out` (atomically) when given. A pylock
+    file's name must carry the row (PEP 751): checked before the resolve, where it costs nothing."""
+    from verl_setup.environment.lock import write_lock  # noqa: PLC0415
+    from verl_setup.environment.pylock import check_name  # noqa: PLC0415
+
+    def named_for_its_row(plan: Plan, recipe: Recipe) -> Recipe:
+        if request.format == "pylock" and out is not None:
+            check_name(out, plan.row.id)
+        return recipe
+
+    made = make_lock(request, env, progress, before_resolve=named_for_its_row)
+    if out is not None:
+        write_lock(out, made.text)
+        progress.step("done", f"wrote {out}: {made.pins} distributions with hashes")
+    return made

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 
 from verl_setup.environment.lock import Lock
@@ -20,6 +21,7 @@ from verl_setup.environment.verify import (
     verify_env,
 )
 from verl_setup.errors import BadInputError
+from verl_setup.matrix.load import load_matrix
 from verl_setup.matrix.schema import Row
 
 
@@ -69,3 +71,50 @@ def report_verify(prefix: Path | None, env: Mapping[str, str], *, imports: bool)
         mine = []
     head = "".join(f"{line}\n" for line in mine)
     return head + result.text() + ("" if imports else "(pins only: --imports adds the import probe)\n")
+
+
+@dataclass(frozen=True, kw_only=True)
+class VerifyRequest:
+    """One environment to verify (`verify` without --ray): against the lock, else --row's pins,
+    else its manifest."""
+
+    python: Path
+    lock: Lock | None = None
+    row: str | None = None  # a matrix row's id
+    matrix: Path | None = None  # the rows file for `row` (default: the installed one)
+    import_timeout: float | None = 900.0  # None: no import probe
+
+
+def verify_target(request: VerifyRequest, env: Mapping[str, str]) -> Report:
+    """`verify`'s use case: the environment's report against what it should hold."""
+    row = load_matrix(request.matrix).row(request.row) if request.row else None
+    lock = request.lock
+
+    def expected_for(snap: Snapshot) -> Expected:
+        return expected_from(snap, lock=lock, row=row)
+
+    gpu_only, left_out, known = _row_facts(request)
+    return verify_env(
+        request.python,
+        expected_for,
+        import_timeout=request.import_timeout,
+        env=env,
+        gpu_only=gpu_only,
+        left_out=left_out,
+        known=known,
+    )
+
+
+def _row_facts(request: VerifyRequest) -> tuple[dict[str, str], dict[str, str], dict[str, str]]:
+    """The row's modules that need an NVIDIA driver to import (--row, else the manifest's row), the
+    modules of packages the install left out on purpose (the manifest's torch_extensions), and the
+    imports the row's known issues break."""
+    found, left = manifest_row(request.python)
+    row_id = request.row or found
+    if row_id is None:
+        return {}, {}, {}
+    matrix = load_matrix(request.matrix)
+    row = next((r for r in matrix.rows if r.id == row_id), None)
+    gpu_only = dict(row.gpu_only_imports) if row else {}
+    known = dict(row.known_broken_imports) if row else {}
+    return gpu_only, matrix.rows_file.left_out_modules(left), known

@@ -94,6 +94,16 @@ def now() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="seconds")
 
 
+def save_cluster(cluster: Cluster, path: Path) -> str:
+    """Write the cluster file whole, then rename it into place (a reader never sees half of it);
+    the text written (its gathering time is read once)."""
+    text = cluster.to_json()
+    part = path.with_name(f".{path.name}.part")
+    part.write_text(text, encoding="utf-8")
+    part.replace(path)
+    return text
+
+
 def load_cluster(path: Path) -> Cluster:
     """Read a cluster file (bounded, as a host file is); BadInputError names the file, node and key."""
     return cluster_from_data(read_json_file(path, MAX_CLUSTER_FILE, "cluster file"), str(path), path=path)

@@ -1,6 +1,6 @@
 """Docker images: build a rendered context through the Docker SDK (DOCKER_HOST is honoured, so a
 podman socket works too), verify the pins inside the image, label the verified image, push.
-commands/docker.py renders the context and drives these steps."""
+image/build.py renders the context and drives these steps."""
 
 from __future__ import annotations
 

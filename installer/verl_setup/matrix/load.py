@@ -159,6 +159,17 @@ def _is_file(path: Path) -> bool:
         return False
 
 
+def validate(path: Path) -> tuple[list[str], Matrix | None]:
+    """`matrix validate`: check()'s problems, then each row whose glibc is below the floor its
+    wheels were last computed to need (matrices/resolved.yaml)."""
+    from verl_setup.matrix.resolved import floor_problems  # noqa: PLC0415  # only validate needs it
+
+    problems, matrix = check(path)
+    if matrix is not None:
+        problems += floor_problems(matrix.rows, path)
+    return problems, matrix
+
+
 def check(path: Path) -> tuple[list[str], Matrix | None]:
     """Every problem in a rows file and its CUDA facts, and the Matrix when there are none."""
     from verl_setup.util.yamlread import YamlError, read_yaml  # noqa: PLC0415  # a cached matrix needs no YAML

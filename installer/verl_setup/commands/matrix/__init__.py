@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import TextIO
 
 from verl_setup.errors import BadInputError
-from verl_setup.matrix.load import check, default_matrix_path, load_matrix
+from verl_setup.matrix.load import default_matrix_path, load_matrix, validate
 from verl_setup.output import emit, envelope
 
 
@@ -107,12 +107,8 @@ def run_show(args: argparse.Namespace, env: Mapping[str, str], out: TextIO) -> i
 
 def run_validate(args: argparse.Namespace, env: Mapping[str, str], out: TextIO) -> int:  # noqa: ARG001  # every command's signature
     """Every problem of a rows file as file:line: row: key: message; exit 2 when there is one."""
-    from verl_setup.matrix.resolved import floor_problems  # noqa: PLC0415  # only validate needs it
-
     path = (args.file or default_matrix_path()).resolve()
-    problems, matrix = check(path)
-    if matrix is not None:  # a row's glibc below the floor its wheels were last computed to need
-        problems += floor_problems(matrix.rows, path)
+    problems, matrix = validate(path)
     if args.json:
         error = BadInputError(f"{path}: {len(problems)} problems") if problems else None
         emit(out, "matrix validate", {"file": str(path), "ok": not problems, "problems": problems}, error)
