@@ -103,9 +103,8 @@ def test_install_builds_a_verified_relocated_env_with_a_manifest(tmp_path: Path)
     assert result.returncode == 0, result.stderr
     steps = [line.split("] ", 1)[1].split(":")[0] for line in result.stderr.splitlines() if "] " in line]
     assert steps[:1] == ["plan"]
-    assert [s for s in steps if s != "warning"][-7:] == [
+    assert [s for s in steps if s != "warning"][-6:] == [
         "venv",
-        "torch",
         "verl",
         "verify",
         "manifest",
@@ -142,9 +141,7 @@ def test_dry_run_prints_the_exact_uv_commands_and_changes_nothing(tmp_path: Path
     pips = [line for line in lines if " pip install " in line]
     assert "--relocatable" in venv
     assert venv.split()[-1] == str(tmp_path / f".env.staging-{venv.split('-')[-1]}")
-    assert (
-        pips[0].split(" --only-binary ")[0].split(" --constraint ")[0].endswith(" torch==0.0.2+tiny")
-    )  # torch first, alone
+    assert len(pips) == 1  # the row in one resolve, torch in it (an image alone gives torch a layer first)
     assert pips[-1].split(" --only-binary ")[0].split(" --python ")[1].split()[1:] == [
         "verl==0.0.2+tiny",
         "torch==0.0.2+tiny",
