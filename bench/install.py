@@ -3,9 +3,9 @@
 Compares `verl-setup install` of the planned row (the `cpu` row on a machine without a GPU)
 with raw `uv venv` + `uv pip install` of the same set (the row's pins with its closure as
 constraints) into the same interpreter, and `verl-setup lock` with raw `uv pip compile
---generate-hashes` of the same inputs. Runs alternate, after one warm-up of each (which fills uv's
-cache), each into a prefix that does not exist yet. With --probe: the import probe against the
-slowest of its modules imported alone, each in a fresh interpreter of the installed environment.
+--generate-hashes` of the same inputs. Runs alternate (in reversed order every other round),
+after one warm-up of each (which fills uv's cache), each into a prefix that does not exist yet.
+With --probe: the import probe against the slowest of its modules imported alone, each in a fresh interpreter of the installed environment.
 Needs the package index.
 
 Usage: python bench/install.py [--runs N] [--json] [--with-import] [--probe] [--shards N]
@@ -63,6 +63,18 @@ def fresh(work: Path, variant: str) -> None:
         subprocess.run(["sync"], check=False)
 
 
+def _rounds(variants: dict[str, Callable[[], None]], work: Path, runs: int) -> dict[str, list[float]]:
+    """Seconds per variant per round; every other round in reverse, so that no variant always
+    runs right after the same one (a page cache or a disk still writing favours the second)."""
+    times: dict[str, list[float]] = {name: [] for name in variants}
+    for run in range(runs):
+        order = list(variants.items())
+        for name, action in order[::-1] if run % 2 else order:
+            fresh(work, name)
+            times[name].append(timed(action))
+    return times
+
+
 def main() -> int:
     """Print median, min and max seconds per variant, and verl-setup's overhead."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -118,11 +130,7 @@ def main() -> int:
     try:
         for action in variants.values():  # warm-up: fills uv's cache, first install into each prefix
             action()
-        times: dict[str, list[float]] = {name: [] for name in variants}
-        for _ in range(args.runs):
-            for name, action in variants.items():
-                fresh(work, name)
-                times[name].append(timed(action))
+        times = _rounds(variants, work, args.runs)
         probe = _probe(work / "ours", args.shards, args.runs) if args.probe else None
     finally:
         shutil.rmtree(work, ignore_errors=True)

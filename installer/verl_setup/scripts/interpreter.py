@@ -81,11 +81,12 @@ def _interrogate(parts=(), names="", requires=()):
         except ImportError:  # before 3.8: no metadata to read
             found = ()
         for dist in found:
-            name = dist.metadata["Name"]
+            meta = dist.metadata  # parsed once: dist.version would read the file again
+            name = meta["Name"]
             key = re.sub(r"[-_.]+", "-", name or "").lower()
             if name and (wanted is None or key in wanted):
                 needs = list(dist.requires or []) if key in requires else None
-                dists.append([name, dist.version, str(dist.locate_file("")), needs])
+                dists.append([name, meta["Version"], str(dist.locate_file("")), needs])
         out["distributions"] = dists
     return out
 
