@@ -5,8 +5,8 @@ with raw `uv venv` + `uv pip install` of the same set (the row's pins with its c
 constraints) into the same interpreter, and `verl-setup lock` with raw `uv pip compile
 --generate-hashes` of the same inputs. Runs alternate (in reversed order every other round),
 after one warm-up of each (which fills uv's cache), each into a prefix that does not exist yet.
-With --probe: the import probe against the slowest of its modules imported alone, each in a fresh interpreter of the installed environment.
-Needs the package index.
+With --probe: the import probe against the slowest of its modules imported alone, each in a
+fresh interpreter of the installed environment. Needs the package index.
 
 Usage: python bench/install.py [--runs N] [--json] [--with-import] [--probe] [--shards N]
 """
