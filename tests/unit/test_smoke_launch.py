@@ -171,3 +171,23 @@ def test_smoke_refuses_a_verl_without_cpu_modules_before_starting_anything(tmp_p
     assert result.code == 2
     assert "verl 0.8.2 has no CPU smoke modules (kept for verl 0.9)" in result.err
     assert "run the GPU path (--gpus N) on a GPU host" in result.err
+
+
+def test_the_reward_tells_digit_free_answers_apart_so_a_first_step_has_a_gradient() -> None:
+    """A random model's first answers often hold no digit: were every reward of a group 0, GRPO's
+    advantages and the step's grad_norm would be 0 and the losses check would fail (seen 2026-12-07)."""
+    import importlib.util  # noqa: PLC0415
+
+    from verl_setup.scripts import script_path  # noqa: PLC0415
+
+    spec = importlib.util.spec_from_file_location("tiny_reward", script_path("smoke_reward"))
+    assert spec is not None
+    assert spec.loader is not None
+    reward = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(reward)
+    score = reward.compute_score
+    assert score("smoke", "#### 12", 12) == 1.0
+    assert 0.5 < score("smoke", "the sum is 12", 12) < 0.51  # both digits: half, and a little more
+    assert score("smoke", "xq<|end|>", 12) != score("smoke", "abab", 12)
+    assert 0 < score("smoke", "abab", 12) < 0.01
+    assert score("smoke", None, 12) == 0.0
