@@ -420,6 +420,14 @@ USE_CASE_PARTS: dict[str, frozenset[str] | None] = {
     "verl_setup.image.engine": None,  # the Docker SDK client, build, verify inside, label, push
     "verl_setup.image.buildkit": frozenset({"choose", "build_cli"}),
     "docker": None,  # the Docker SDK itself
+    # matrix check and propose (maintenance/check_job.py, maintenance/propose_job.py)
+    "verl_setup.environment.uv": frozenset({"uv_and_env"}),
+    "verl_setup.maintenance.check": frozenset({"check_row", "default_index", "indexes_for"}),
+    "verl_setup.maintenance.source_check": frozenset({"check_source"}),
+    "verl_setup.maintenance.closure_targets": frozenset({"with_targets"}),
+    "verl_setup.matrix.resolved": frozenset({"record_resolved"}),
+    "verl_setup.matrix.wheel_seen": frozenset({"record_seen"}),
+    "verl_setup.maintenance.propose": frozenset({"Proposer"}),
 }
 
 
@@ -463,6 +471,7 @@ def test_the_check_for_use_case_parts_catches_each_form(tmp_path: Path) -> None:
 
 def test_commands_import_no_piece_a_use_case_assembles() -> None:
     """Every command ends in one use-case call: building a recipe, resolving wheels, compiling a
-    lock, or driving the image engine and builder is the use case's (environment/, image/)."""
+    lock, driving the image engine and builder, or checking, proposing and recording matrix rows
+    is the use case's (environment/, image/, maintenance/)."""
     found = [hit for p in sorted((PACKAGE / "commands").rglob("*.py")) for hit in use_case_parts_imported(p)]
     assert found == []
