@@ -24,6 +24,7 @@ LAYERS = (
     ("verl_setup.environment",),
     ("verl_setup.cluster",),  # every node at once: Ray tasks and Slurm steps over environment/
     ("verl_setup.render",),
+    ("verl_setup.deliver",),  # the rendered files into a folder, `uv lock` for the uv project
     ("verl_setup.image",),  # renders the docker target first, then builds it
     ("verl_setup.doctor",),
     ("verl_setup.diagnose",),  # reads a failed run; uses doctor's NCCL address classes
@@ -428,6 +429,9 @@ USE_CASE_PARTS: dict[str, frozenset[str] | None] = {
     "verl_setup.matrix.resolved": frozenset({"record_resolved"}),
     "verl_setup.matrix.wheel_seen": frozenset({"record_seen"}),
     "verl_setup.maintenance.propose": frozenset({"Proposer"}),
+    # render (deliver/render_job.py): render, `uv lock`, compare, write
+    "verl_setup.render.templates": frozenset({"render", "compare", "write"}),
+    "verl_setup.environment.uv_lock": None,
 }
 
 
@@ -472,6 +476,6 @@ def test_the_check_for_use_case_parts_catches_each_form(tmp_path: Path) -> None:
 def test_commands_import_no_piece_a_use_case_assembles() -> None:
     """Every command ends in one use-case call: building a recipe, resolving wheels, compiling a
     lock, driving the image engine and builder, or checking, proposing and recording matrix rows
-    is the use case's (environment/, image/, maintenance/)."""
+    is the use case's (environment/, image/, maintenance/, deliver/)."""
     found = [hit for p in sorted((PACKAGE / "commands").rglob("*.py")) for hit in use_case_parts_imported(p)]
     assert found == []
