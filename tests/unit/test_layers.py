@@ -432,6 +432,10 @@ USE_CASE_PARTS: dict[str, frozenset[str] | None] = {
     # render (deliver/render_job.py): render, `uv lock`, compare, write
     "verl_setup.render.templates": frozenset({"render", "compare", "write"}),
     "verl_setup.environment.uv_lock": None,
+    # plan (doctor/plan_job.py): the outlook, the user's packages with uv, the launch's fit
+    "verl_setup.plan.outlook": frozenset({"outlook"}),
+    "verl_setup.environment.with_resolve": frozenset({"plan_user_packages"}),
+    "verl_setup.doctor.fit_launch": frozenset({"fit_of_launch"}),
 }
 
 
@@ -476,6 +480,6 @@ def test_the_check_for_use_case_parts_catches_each_form(tmp_path: Path) -> None:
 def test_commands_import_no_piece_a_use_case_assembles() -> None:
     """Every command ends in one use-case call: building a recipe, resolving wheels, compiling a
     lock, driving the image engine and builder, or checking, proposing and recording matrix rows
-    is the use case's (environment/, image/, maintenance/, deliver/)."""
+    is the use case's (environment/, image/, maintenance/, deliver/, doctor/)."""
     found = [hit for p in sorted((PACKAGE / "commands").rglob("*.py")) for hit in use_case_parts_imported(p)]
     assert found == []
