@@ -436,6 +436,8 @@ USE_CASE_PARTS: dict[str, frozenset[str] | None] = {
     "verl_setup.plan.outlook": frozenset({"outlook"}),
     "verl_setup.environment.with_resolve": frozenset({"plan_user_packages"}),
     "verl_setup.doctor.fit_launch": frozenset({"fit_of_launch"}),
+    # doctor (diagnose/doctor_job.py): the checks, then a failed Ray session for the hint
+    "verl_setup.diagnose.sources": frozenset({"failed_session"}),
 }
 
 
@@ -480,6 +482,6 @@ def test_the_check_for_use_case_parts_catches_each_form(tmp_path: Path) -> None:
 def test_commands_import_no_piece_a_use_case_assembles() -> None:
     """Every command ends in one use-case call: building a recipe, resolving wheels, compiling a
     lock, driving the image engine and builder, or checking, proposing and recording matrix rows
-    is the use case's (environment/, image/, maintenance/, deliver/, doctor/)."""
+    is the use case's (environment/, image/, maintenance/, deliver/, doctor/, diagnose/)."""
     found = [hit for p in sorted((PACKAGE / "commands").rglob("*.py")) for hit in use_case_parts_imported(p)]
     assert found == []
