@@ -413,7 +413,6 @@ def test_the_check_for_minors_by_hand_catches_each_form() -> None:
 USE_CASE_PARTS: dict[str, frozenset[str] | None] = {
     "verl_setup.plan.recipe": frozenset({"build_recipe", "recipe_for"}),
     "verl_setup.environment.wheel_pick": frozenset({"resolve_wheels"}),
-    "verl_setup.environment.lock": frozenset({"resolve", "compile_lock", "compile_pylock", "write_lock"}),
     "verl_setup.environment.lock_job": frozenset({"user_recipe", "planned_recipe"}),
     "verl_setup.environment.pylock": frozenset({"check_name"}),
     "verl_setup.environment.verify": frozenset({"verify_env"}),
@@ -438,6 +437,10 @@ USE_CASE_PARTS: dict[str, frozenset[str] | None] = {
     "verl_setup.doctor.fit_launch": frozenset({"fit_of_launch"}),
     # doctor (diagnose/doctor_job.py): the checks, then a failed Ray session for the hint
     "verl_setup.diagnose.sources": frozenset({"failed_session"}),
+    # verify (environment/verify_target.py, cluster/verify.py) read --lock themselves
+    "verl_setup.environment.lock": frozenset(
+        {"resolve", "compile_lock", "compile_pylock", "write_lock", "read_lock"}
+    ),
 }
 
 
@@ -468,7 +471,7 @@ def test_the_check_for_use_case_parts_catches_each_form(tmp_path: Path) -> None:
         "from verl_setup.image import engine\n"
         "from verl_setup.image.buildkit import BUILDERS, choose\n"
         "def f():\n"
-        "    from verl_setup.environment.lock import compile_lock, read_lock  # noqa\n"
+        "    from verl_setup.environment.lock import compile_lock, Lock  # noqa\n"
     )
     assert use_case_parts_imported(sample) == [
         "sample.py:1 docker.*",
