@@ -439,6 +439,8 @@ USE_CASE_PARTS: dict[str, frozenset[str] | None] = {
     "verl_setup.diagnose.sources": frozenset({"failed_session"}),
     # diagnose (diagnose/diagnose_job.py): the paths grouped into runs, each read and diagnosed
     "verl_setup.diagnose.runs": frozenset({"split_runs"}),
+    # wheelhouse list (util.wheelhouse.listed_entries) reads the folder itself
+    "verl_setup.util.wheelhouse": frozenset({"Wheelhouse"}),
     # verify (environment/verify_target.py, cluster/verify.py) read --lock themselves
     "verl_setup.environment.lock": frozenset(
         {"resolve", "compile_lock", "compile_pylock", "write_lock", "read_lock"}
