@@ -436,7 +436,9 @@ USE_CASE_PARTS: dict[str, frozenset[str] | None] = {
     "verl_setup.environment.with_resolve": frozenset({"plan_user_packages"}),
     "verl_setup.doctor.fit_launch": frozenset({"fit_of_launch"}),
     # doctor (diagnose/doctor_job.py): the checks, then a failed Ray session for the hint
-    "verl_setup.diagnose.sources": frozenset({"failed_session"}),
+    "verl_setup.diagnose.sources": frozenset({"failed_session", "gather"}),
+    "verl_setup.doctor.run": frozenset({"make_context", "run_checks"}),
+    "verl_setup.diagnose.verdict": frozenset({"diagnose"}),  # diagnose/bug_report.py, diagnose_job.py
     # diagnose (diagnose/diagnose_job.py): the paths grouped into runs, each read and diagnosed
     "verl_setup.diagnose.runs": frozenset({"split_runs"}),
     # wheelhouse list (util.wheelhouse.listed_entries) reads the folder itself
