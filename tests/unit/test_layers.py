@@ -441,6 +441,9 @@ USE_CASE_PARTS: dict[str, frozenset[str] | None] = {
     "verl_setup.diagnose.verdict": frozenset({"diagnose"}),  # diagnose/bug_report.py, diagnose_job.py
     # diagnose (diagnose/diagnose_job.py): the paths grouped into runs, each read and diagnosed
     "verl_setup.diagnose.runs": frozenset({"split_runs"}),
+    # --cluster's plan (plan.make.make_cluster_plan): the cluster file, the matrix, every node's row
+    "verl_setup.plan.cluster": frozenset({"plan_cluster"}),
+    "verl_setup.host.cluster_file": frozenset({"load_cluster"}),
     # wheelhouse list (util.wheelhouse.listed_entries) reads the folder itself
     "verl_setup.util.wheelhouse": frozenset({"Wheelhouse"}),
     # verify (environment/verify_target.py, cluster/verify.py) read --lock themselves

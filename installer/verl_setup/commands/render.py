@@ -40,7 +40,7 @@ def run(args: argparse.Namespace, env: Mapping[str, str], out: TextIO) -> int:
     """Plan (for one machine, or every node of --cluster), then render."""
     if args.cluster is None:
         return run_render(args, plan_for(args, env), out, env=env)
-    from verl_setup.commands.plan_cluster import cluster_plan  # noqa: PLC0415
+    from verl_setup.commands.common import cluster_plan  # noqa: PLC0415
     from verl_setup.render.cluster_options import cluster_options  # noqa: PLC0415
 
     plan = cluster_plan(args, env)
