@@ -16,6 +16,7 @@ if TYPE_CHECKING:
     from verl_setup.plan.cluster import ClusterPlan
     from verl_setup.plan.select import Plan
     from verl_setup.plan.steps import Choice
+    from verl_setup.render.templates import RenderOptions
 
 
 def plan_inputs(args: argparse.Namespace) -> PlanInputs:
@@ -115,3 +116,34 @@ def extension_requests(args: argparse.Namespace) -> dict[str, Choice]:
     requests: dict[str, Choice] = dict.fromkeys(sorted(build), "build")
     requests.update(dict.fromkeys(sorted(without), "without"))
     return requests
+
+
+def render_options(args: argparse.Namespace, env: Mapping[str, str], targets: list[str]) -> RenderOptions:
+    """RenderOptions from the artifact flags (flags.add_artifact_flags), for `targets` (render's
+    TARGET arguments; docker build's is the docker target alone)."""
+    from verl_setup.render.templates import RenderOptions, expand_targets  # noqa: PLC0415
+    from verl_setup.render.values import container_spec  # noqa: PLC0415
+
+    if args.nodes < 1:
+        raise BadInputError(f"--nodes {args.nodes}: need at least 1")
+    return RenderOptions(
+        targets=expand_targets(targets),
+        base_image=args.base_image,
+        buildkit=args.buildkit,
+        ca_bundle=args.ca_bundle,
+        container=container_spec(args.container) if args.container else None,
+        hf_home=args.hf_home,
+        iface=args.iface,
+        image=args.image,
+        job=args.job,
+        nodes=args.nodes,
+        head_ip=args.head_ip,
+        ray_port=args.ray_port,
+        dashboard_port=args.dashboard_port,
+        venv=args.venv,
+        namespace=args.namespace,
+        gpus_per_node=args.gpu_count,
+        extensions=extension_requests(args),
+        wheel_sources=wheel_sources(args),
+        user=pinned_user_packages(args, env),
+    )

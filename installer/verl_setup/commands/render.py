@@ -9,14 +9,12 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TextIO
 
-from verl_setup.commands.common import extension_requests, pinned_user_packages, plan_for, wheel_sources
+from verl_setup.commands.common import plan_for, render_options
 from verl_setup.commands.flags import add_artifact_flags, add_plan_flags
 from verl_setup.deliver.render_job import RenderRequest, render_into
-from verl_setup.errors import BadInputError
 from verl_setup.output import Progress, emit
 from verl_setup.plan.select import Plan
-from verl_setup.render.templates import RenderOptions, expand_targets
-from verl_setup.render.values import container_spec
+from verl_setup.render.templates import RenderOptions
 from verl_setup.util.vocab import RENDER_TARGETS
 
 
@@ -44,37 +42,10 @@ def run(args: argparse.Namespace, env: Mapping[str, str], out: TextIO) -> int:
     from verl_setup.render.cluster_options import cluster_options  # noqa: PLC0415
 
     plan = cluster_plan(args, env)
-    options, warnings = cluster_options(options_from_args(args, env), plan.cluster)
+    options, warnings = cluster_options(render_options(args, env, args.targets), plan.cluster)
     for warning in warnings:
         sys.stderr.write(f"verl-setup: warning: {warning}\n")
     return run_render(args, plan.plan, out, options=options, env=env)
-
-
-def options_from_args(args: argparse.Namespace, env: Mapping[str, str]) -> RenderOptions:
-    """RenderOptions from the render flags."""
-    if args.nodes < 1:
-        raise BadInputError(f"--nodes {args.nodes}: need at least 1")
-    return RenderOptions(
-        targets=expand_targets(getattr(args, "targets", ["docker"])),
-        base_image=args.base_image,
-        buildkit=args.buildkit,
-        ca_bundle=args.ca_bundle,
-        container=container_spec(args.container) if args.container else None,
-        hf_home=args.hf_home,
-        iface=args.iface,
-        image=args.image,
-        job=args.job,
-        nodes=args.nodes,
-        head_ip=args.head_ip,
-        ray_port=args.ray_port,
-        dashboard_port=args.dashboard_port,
-        venv=args.venv,
-        namespace=args.namespace,
-        gpus_per_node=args.gpu_count,
-        extensions=extension_requests(args),
-        wheel_sources=wheel_sources(args),
-        user=pinned_user_packages(args, env),
-    )
 
 
 def run_render(
@@ -86,7 +57,7 @@ def run_render(
     env: Mapping[str, str] | None = None,
 ) -> int:
     """Render; refuse to clobber a changed file without --force (exit 2, naming it)."""
-    options = options or options_from_args(args, env or {})
+    options = options or render_options(args, env or {}, args.targets)
     request = RenderRequest(plan=plan, options=options, out=args.out, dry_run=args.dry_run, force=args.force)
     quiet = getattr(args, "quiet", False)
     # what plan warns about holds for the files too (-q keeps warnings)
