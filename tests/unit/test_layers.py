@@ -24,6 +24,7 @@ LAYERS = (
     ("verl_setup.environment",),
     ("verl_setup.cluster",),  # every node at once: Ray tasks and Slurm steps over environment/
     ("verl_setup.render",),
+    ("verl_setup.deliver",),  # the rendered files into a folder, `uv lock` for the uv project
     ("verl_setup.image",),  # renders the docker target first, then builds it
     ("verl_setup.doctor",),
     ("verl_setup.diagnose",),  # reads a failed run; uses doctor's NCCL address classes
@@ -412,7 +413,6 @@ def test_the_check_for_minors_by_hand_catches_each_form() -> None:
 USE_CASE_PARTS: dict[str, frozenset[str] | None] = {
     "verl_setup.plan.recipe": frozenset({"build_recipe", "recipe_for"}),
     "verl_setup.environment.wheel_pick": frozenset({"resolve_wheels"}),
-    "verl_setup.environment.lock": frozenset({"resolve", "compile_lock", "compile_pylock", "write_lock"}),
     "verl_setup.environment.lock_job": frozenset({"user_recipe", "planned_recipe"}),
     "verl_setup.environment.pylock": frozenset({"check_name"}),
     "verl_setup.environment.verify": frozenset({"verify_env"}),
@@ -420,6 +420,36 @@ USE_CASE_PARTS: dict[str, frozenset[str] | None] = {
     "verl_setup.image.engine": None,  # the Docker SDK client, build, verify inside, label, push
     "verl_setup.image.buildkit": frozenset({"choose", "build_cli"}),
     "docker": None,  # the Docker SDK itself
+    # matrix check and propose (maintenance/check_job.py, maintenance/propose_job.py)
+    "verl_setup.environment.uv": frozenset({"uv_and_env"}),
+    "verl_setup.maintenance.check": frozenset({"check_row", "default_index", "indexes_for"}),
+    "verl_setup.maintenance.source_check": frozenset({"check_source"}),
+    "verl_setup.maintenance.closure_targets": frozenset({"with_targets"}),
+    "verl_setup.matrix.resolved": frozenset({"record_resolved"}),
+    "verl_setup.matrix.wheel_seen": frozenset({"record_seen"}),
+    "verl_setup.maintenance.propose": frozenset({"Proposer"}),
+    # render (deliver/render_job.py): render, `uv lock`, compare, write
+    "verl_setup.render.templates": frozenset({"render", "compare", "write"}),
+    "verl_setup.environment.uv_lock": None,
+    # plan (doctor/plan_job.py): the outlook, the user's packages with uv, the launch's fit
+    "verl_setup.plan.outlook": frozenset({"outlook"}),
+    "verl_setup.environment.with_resolve": frozenset({"plan_user_packages"}),
+    "verl_setup.doctor.fit_launch": frozenset({"fit_of_launch"}),
+    # doctor (diagnose/doctor_job.py): the checks, then a failed Ray session for the hint
+    "verl_setup.diagnose.sources": frozenset({"failed_session", "gather"}),
+    "verl_setup.doctor.run": frozenset({"make_context", "run_checks"}),
+    "verl_setup.diagnose.verdict": frozenset({"diagnose"}),  # diagnose/bug_report.py, diagnose_job.py
+    # diagnose (diagnose/diagnose_job.py): the paths grouped into runs, each read and diagnosed
+    "verl_setup.diagnose.runs": frozenset({"split_runs"}),
+    # --cluster's plan (plan.make.make_cluster_plan): the cluster file, the matrix, every node's row
+    "verl_setup.plan.cluster": frozenset({"plan_cluster"}),
+    "verl_setup.host.cluster_file": frozenset({"load_cluster"}),
+    # wheelhouse list (util.wheelhouse.listed_entries) reads the folder itself
+    "verl_setup.util.wheelhouse": frozenset({"Wheelhouse"}),
+    # verify (environment/verify_target.py, cluster/verify.py) read --lock themselves
+    "verl_setup.environment.lock": frozenset(
+        {"resolve", "compile_lock", "compile_pylock", "write_lock", "read_lock"}
+    ),
 }
 
 
@@ -450,7 +480,7 @@ def test_the_check_for_use_case_parts_catches_each_form(tmp_path: Path) -> None:
         "from verl_setup.image import engine\n"
         "from verl_setup.image.buildkit import BUILDERS, choose\n"
         "def f():\n"
-        "    from verl_setup.environment.lock import compile_lock, read_lock  # noqa\n"
+        "    from verl_setup.environment.lock import compile_lock, Lock  # noqa\n"
     )
     assert use_case_parts_imported(sample) == [
         "sample.py:1 docker.*",
@@ -463,6 +493,7 @@ def test_the_check_for_use_case_parts_catches_each_form(tmp_path: Path) -> None:
 
 def test_commands_import_no_piece_a_use_case_assembles() -> None:
     """Every command ends in one use-case call: building a recipe, resolving wheels, compiling a
-    lock, or driving the image engine and builder is the use case's (environment/, image/)."""
+    lock, driving the image engine and builder, or checking, proposing and recording matrix rows
+    is the use case's (environment/, image/, maintenance/, deliver/, doctor/, diagnose/)."""
     found = [hit for p in sorted((PACKAGE / "commands").rglob("*.py")) for hit in use_case_parts_imported(p)]
     assert found == []

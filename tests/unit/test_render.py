@@ -4,6 +4,7 @@ hostile values that must stay values, and the write rules (create/unchanged/chan
 from __future__ import annotations
 
 import functools
+import json
 import os
 import shutil
 import subprocess
@@ -316,6 +317,23 @@ def test_unknown_target_and_unwritable_out(tmp_path: Path) -> None:
     blocked = run_cli("render", "env", "--out", str(blocker / "sub"), "--no-gpu")
     assert blocked.code == 2
     assert "cannot create output folder" in blocked.err
+
+
+@pytest.mark.subprocess
+@pytest.mark.parametrize("as_json", [False, True], ids=["text", "json"])
+def test_an_out_that_cannot_be_written_lists_no_file_as_created(tmp_path: Path, as_json: bool) -> None:
+    """The files are written before the list is printed: a folder that cannot be made gives the
+    error alone (with --json one envelope, not an ok one and then the error's)."""
+    blocker = tmp_path / "file"
+    blocker.write_text("x")
+    blocked = run_cli("render", "env", "--out", str(blocker / "sub"), "--no-gpu", *(["--json"] * as_json))
+    assert blocked.code == 2
+    if as_json:
+        doc = json.loads(blocked.out)  # one document: Extra data before the use case wrote first
+        assert (doc["ok"], doc["error"]["code"]) == (False, 2)
+        assert "cannot create output folder" in doc["error"]["message"]
+    else:
+        assert blocked.out == ""
 
 
 @pytest.mark.subprocess

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from verl_setup.cluster.ray_tasks import loopback_env, run_on_every_node
-from verl_setup.environment.lock import Lock
+from verl_setup.environment.lock import Lock, read_lock
 from verl_setup.environment.verify import PROBE_PARTS, Expected, Mismatch, Snapshot, compare, from_lock
 from verl_setup.errors import CheckFailedError
 from verl_setup.output import envelope
@@ -105,7 +105,7 @@ def verify_cluster(
     python: Path,
     address: str,
     *,
-    lock: Lock | None,
+    lock_file: Path | None,
     timeout: float,
     env: Mapping[str, str],
     out: TextIO,
@@ -113,7 +113,9 @@ def verify_cluster(
     runtime_env: Mapping[str, Any] | None = None,
     only: Sequence[str] = (),
 ) -> int:
-    """`verify --ray ADDRESS`: report every node; exit 5 if any differs or does not answer."""
+    """`verify --ray ADDRESS`: report every node against `lock_file` (read first) or each node's
+    manifest; exit 5 if any differs or does not answer."""
+    lock = read_lock(lock_file) if lock_file else None
     nodes = probe_cluster(python, address, timeout=timeout, env=env, runtime_env=runtime_env, only=only)
     results = compare_nodes(nodes, lock)
     bad = [(node, findings) for node, findings, _ in results if findings]

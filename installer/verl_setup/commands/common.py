@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Mapping
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from verl_setup.errors import BadInputError
@@ -12,8 +13,10 @@ from verl_setup.plan.request import Request
 from verl_setup.plan.user_packages import UserPackages, collect
 
 if TYPE_CHECKING:
+    from verl_setup.plan.cluster import ClusterPlan
     from verl_setup.plan.select import Plan
     from verl_setup.plan.steps import Choice
+    from verl_setup.render.templates import RenderOptions
 
 
 def plan_inputs(args: argparse.Namespace) -> PlanInputs:
@@ -96,6 +99,13 @@ def plan_for(args: argparse.Namespace, env: Mapping[str, str]) -> Plan:
     return make_plan(plan_inputs(args), env)
 
 
+def cluster_plan(args: argparse.Namespace, env: Mapping[str, str]) -> ClusterPlan:
+    """The plan flags and --cluster FILE as a ClusterPlan (every command with --cluster uses this)."""
+    from verl_setup.plan.make import make_cluster_plan  # noqa: PLC0415  # the cluster file's classes
+
+    return make_cluster_plan(plan_inputs(args), Path(args.cluster), env)
+
+
 def extension_requests(args: argparse.Namespace) -> dict[str, Choice]:
     """--build NAME / --build-flash-attn / --without NAME (flags.add_recipe_flags) as requests."""
     build = set(args.build or ()) | ({"flash-attn"} if args.build_flash_attn else set())
@@ -106,3 +116,34 @@ def extension_requests(args: argparse.Namespace) -> dict[str, Choice]:
     requests: dict[str, Choice] = dict.fromkeys(sorted(build), "build")
     requests.update(dict.fromkeys(sorted(without), "without"))
     return requests
+
+
+def render_options(args: argparse.Namespace, env: Mapping[str, str], targets: list[str]) -> RenderOptions:
+    """RenderOptions from the artifact flags (flags.add_artifact_flags), for `targets` (render's
+    TARGET arguments; docker build's is the docker target alone)."""
+    from verl_setup.render.templates import RenderOptions, expand_targets  # noqa: PLC0415
+    from verl_setup.render.values import container_spec  # noqa: PLC0415
+
+    if args.nodes < 1:
+        raise BadInputError(f"--nodes {args.nodes}: need at least 1")
+    return RenderOptions(
+        targets=expand_targets(targets),
+        base_image=args.base_image,
+        buildkit=args.buildkit,
+        ca_bundle=args.ca_bundle,
+        container=container_spec(args.container) if args.container else None,
+        hf_home=args.hf_home,
+        iface=args.iface,
+        image=args.image,
+        job=args.job,
+        nodes=args.nodes,
+        head_ip=args.head_ip,
+        ray_port=args.ray_port,
+        dashboard_port=args.dashboard_port,
+        venv=args.venv,
+        namespace=args.namespace,
+        gpus_per_node=args.gpu_count,
+        extensions=extension_requests(args),
+        wheel_sources=wheel_sources(args),
+        user=pinned_user_packages(args, env),
+    )

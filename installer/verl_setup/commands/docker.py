@@ -9,9 +9,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TextIO
 
-from verl_setup.commands.common import plan_for
+from verl_setup.commands.common import plan_for, render_options
 from verl_setup.commands.flags import add_artifact_flags, add_plan_flags
-from verl_setup.commands.render import options_from_args
 from verl_setup.image.build import ImageReport, ImageRequest, build_image, context_listing
 from verl_setup.image.buildkit import BUILDERS
 from verl_setup.output import envelope
@@ -42,7 +41,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace, env: Mapping[str, str], out: TextIO) -> int:
     """The whole command: context, build, verify, label, optionally push."""
     plan = plan_for(args, env)
-    options = options_from_args(args, env)
+    options = render_options(args, env, ["docker"])
     if args.print_context:
         listing = context_listing(plan, options)
         entries, total = listing.entries, listing.total_bytes

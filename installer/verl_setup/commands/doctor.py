@@ -1,4 +1,5 @@
-"""`verl-setup doctor`: flags -> doctor Options, run the checks, print text or JSON, exit 5 on a fail."""
+"""`verl-setup doctor`: flags -> doctor Options -> diagnose.doctor_job.examine (the checks, and a failed
+Ray session's hint) -> print text or JSON, exit 5 on a fail."""
 
 from __future__ import annotations
 
@@ -7,10 +8,9 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TextIO
 
-from verl_setup.diagnose.sources import failed_session
+from verl_setup.diagnose.doctor_job import examine
 from verl_setup.doctor.context import Options
-from verl_setup.doctor.result import env_line, report_json, report_text
-from verl_setup.doctor.run import make_context, run_checks, selected
+from verl_setup.doctor.result import env_line, report_text
 from verl_setup.errors import CheckFailedError
 from verl_setup.output import envelope
 from verl_setup.plan.target import from_env
@@ -66,27 +66,14 @@ def options_from_args(args: argparse.Namespace) -> Options:
 
 def run(args: argparse.Namespace, env: Mapping[str, str], out: TextIO) -> int:
     """Print the report (text or JSON), then exit 5 if anything failed."""
-    options = options_from_args(args)
-    selected(options.checks)  # bad ids are bad input (exit 2), before any probe runs
-    host = from_env(args.host, env, "VERL_SETUP_HOST")
-    ctx = make_context(options, env, host)
-    results = run_checks(ctx)
-    failed = [r.id for r in results if r.status == "fail"]
-    session = failed_session(env)
-    hint = (
-        f"a Ray session at {session} has a worker that wrote to its .err: if that launch failed, "
-        f"`verl-setup diagnose {session}` names its first cause"
-        if session
-        else None
-    )
+    report = examine(options_from_args(args), env, from_env(args.host, env, "VERL_SETUP_HOST"))
     if args.json:
-        error = CheckFailedError(f"{len(failed)} checks failed: {', '.join(failed)}") if failed else None
-        data = {**report_json(results), **({"diagnose_hint": hint} if hint else {})}
-        out.write(envelope("doctor", data, error=error))
+        out.write(envelope("doctor", report.to_json(), error=report.error()))
     else:
-        out.write(env_line(ctx) + report_text(results) + (f"hint: {hint}\n" if hint else ""))
+        hint = f"hint: {report.hint}\n" if report.hint else ""
+        out.write(env_line(report.context) + report_text(report.results) + hint)
     out.flush()
-    return CheckFailedError.exit_code if failed else 0
+    return CheckFailedError.exit_code if report.failed else 0
 
 
 def _config_prefix(args: argparse.Namespace) -> Path | None:

@@ -10,7 +10,7 @@ from typing import TextIO
 
 from verl_setup.cluster.install import Reach
 from verl_setup.cluster.install_all import ClusterInstallRequest, install_cluster
-from verl_setup.commands.plan_cluster import cluster_plan
+from verl_setup.commands.common import cluster_plan
 from verl_setup.environment.verify import target_python
 from verl_setup.errors import BadInputError
 from verl_setup.output import Progress, emit

@@ -4,25 +4,14 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Mapping
-from pathlib import Path
 from typing import TextIO
 
-from verl_setup.commands.common import plan_inputs
+from verl_setup.commands.common import cluster_plan
 from verl_setup.commands.text_output import selected_lines
-from verl_setup.host.cluster_file import load_cluster
-from verl_setup.matrix.load import load_matrix
 from verl_setup.output import envelope
-from verl_setup.plan.cluster import ClusterPlan, NodePlan, plan_cluster
+from verl_setup.plan.cluster import ClusterPlan, NodePlan
 from verl_setup.plan.cluster_differences import nodes_words
-from verl_setup.plan.target import from_env
 from verl_setup.util.bounded import one_line
-
-
-def cluster_plan(args: argparse.Namespace, env: Mapping[str, str]) -> ClusterPlan:
-    """The plan flags and --cluster FILE as a ClusterPlan (every command with --cluster uses this)."""
-    inputs = plan_inputs(args)
-    matrix = load_matrix(from_env(inputs.matrix, env, "VERL_SETUP_MATRIX"))
-    return plan_cluster(load_cluster(Path(args.cluster)), inputs.request, matrix, env, row=inputs.row)
 
 
 def run(args: argparse.Namespace, env: Mapping[str, str], out: TextIO) -> int:

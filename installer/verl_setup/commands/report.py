@@ -1,6 +1,8 @@
 """`verl-setup report`: one Markdown block to paste into an issue: the host, the selected row and
 its proof, verify's result, doctor's findings and, given a log, diagnose's verdict. Secrets are
-masked; every section is cut to a budget so that the block fits in one GitHub comment."""
+masked; every section is cut to a budget so that the block fits in one GitHub comment.
+
+Flags -> ReportRequest -> diagnose.bug_report.gather_report -> the sections as Markdown."""
 
 from __future__ import annotations
 
@@ -8,19 +10,21 @@ import argparse
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO, TypeVar
 
 from verl_setup import __version__
-from verl_setup.commands.common import plan_for
+from verl_setup.commands.common import plan_inputs
 from verl_setup.commands.flags import add_plan_flags
 from verl_setup.commands.text_output import host_text, plan_text
+from verl_setup.diagnose.bug_report import QUICK_CHECKS, BugReport, MissingPart, ReportRequest, gather_report
 from verl_setup.errors import VerlSetupError
-from verl_setup.util.bounded import one_line
 from verl_setup.util.secrets import mask
 from verl_setup.util.vocab import CHECK_IDS
 
-# Doctor checks that read files and probes only (no throwaway Ray, no collective): seconds.
-QUICK_CHECKS = ("python", "cuda", "gpu-memory", "memory", "hf-cache")
+if TYPE_CHECKING:
+    from verl_setup.plan.make import PlanInputs
+
+T = TypeVar("T")
 GITHUB_COMMENT_LIMIT = 65536  # characters GitHub accepts in one issue comment
 BUDGET = 60_000  # what the report may use, leaving room for the user's own words
 SECTION_LINES = 80
@@ -76,68 +80,55 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.set_defaults(run=run)
 
 
-def _safely(what: str, make: Callable[[], str]) -> str:
-    """A section's text, or one line saying why it is missing (a report must not fail)."""
-    try:
-        return make()
-    except VerlSetupError as exc:
-        return f"{what} not available: {one_line(str(exc))}"
-
-
-def _host(args: argparse.Namespace) -> str:
-    from verl_setup.host.detect import detect  # noqa: PLC0415
-    from verl_setup.host.facts import load_host_file  # noqa: PLC0415
-
-    facts = load_host_file(args.host) if args.host else detect()
-    return (f"(recorded host file {args.host.name})\n" if args.host else "") + host_text(facts)
-
-
-def _verify(args: argparse.Namespace, env: Mapping[str, str]) -> str:
-    from verl_setup.environment.verify_target import report_verify  # noqa: PLC0415
-
-    return report_verify(args.prefix, env, imports=args.imports)
-
-
-def _doctor(args: argparse.Namespace, env: Mapping[str, str]) -> str:
-    from verl_setup.doctor.context import Options  # noqa: PLC0415
+def sections(report: BugReport) -> list[Section]:
+    """The report's sections, in order: each part's text, or the line saying why it is missing."""
+    from verl_setup.diagnose.verdict import text_report  # noqa: PLC0415
     from verl_setup.doctor.result import report_text  # noqa: PLC0415
-    from verl_setup.doctor.run import make_context, run_checks  # noqa: PLC0415
-    from verl_setup.plan.target import from_env  # noqa: PLC0415
 
-    options = Options(checks=tuple(args.check) or QUICK_CHECKS, prefix=args.prefix, matrix=args.matrix)
-    host = from_env(args.host, env, "VERL_SETUP_HOST")
-    return report_text(run_checks(make_context(options, env, host)))
-
-
-def _diagnose(args: argparse.Namespace, env: Mapping[str, str]) -> str:
-    from verl_setup.diagnose.sources import gather  # noqa: PLC0415
-    from verl_setup.diagnose.verdict import diagnose, text_report  # noqa: PLC0415
-
-    return text_report(diagnose(gather(args.log, env, system=False)))
-
-
-def sections(args: argparse.Namespace, env: Mapping[str, str]) -> list[Section]:
-    """The report's sections, in order."""
+    host, recorded = report.host, report.host_file
     found = [
-        Section(title="Host (verl-setup detect)", text=_safely("detect", lambda: _host(args))),
+        Section(
+            title="Host (verl-setup detect)",
+            text=host.line
+            if isinstance(host, MissingPart)
+            else (f"(recorded host file {recorded.name})\n" if recorded else "") + host_text(host),
+        ),
         Section(
             title="Selected row and its proof (verl-setup plan)",
-            text=_safely("plan", lambda: plan_text(plan_for(args, env), explain=False)),
+            text=_text(report.plan, lambda plan: plan_text(plan, explain=False)),
         ),
-        Section(title="Environment (verl-setup verify)", text=_safely("verify", lambda: _verify(args, env))),
-        Section(title="Doctor", text=_safely("doctor", lambda: _doctor(args, env))),
+        Section(title="Environment (verl-setup verify)", text=_text(report.verify, str)),
+        Section(title="Doctor", text=_text(report.doctor, report_text)),
     ]
-    if args.log:
+    if report.diagnosis is not None:
         found.append(
-            Section(
-                title="Failed run (verl-setup diagnose)",
-                text=_safely("diagnose", lambda: _diagnose(args, env)),
-            )
+            Section(title="Failed run (verl-setup diagnose)", text=_text(report.diagnosis, text_report))
         )
     return found
 
 
+def _text(part: T | MissingPart, show: Callable[[T], str]) -> str:
+    return part.line if isinstance(part, MissingPart) else show(part)
+
+
+def _plan_inputs(args: argparse.Namespace) -> PlanInputs | VerlSetupError:
+    """The plan flags, or why they make no plan (the report says so in the plan's section)."""
+    try:
+        return plan_inputs(args)
+    except VerlSetupError as exc:
+        return exc
+
+
 def run(args: argparse.Namespace, env: Mapping[str, str], out: TextIO) -> int:
     """Print the Markdown block."""
-    out.write(markdown(sections(args, env), env=env, home=args.mask_home))
+    request = ReportRequest(
+        plan=_plan_inputs(args),
+        host_file=args.host,
+        prefix=args.prefix,
+        imports=args.imports,
+        checks=tuple(args.check),
+        matrix=args.matrix,
+        logs=tuple(args.log),
+    )
+    out.write(markdown(sections(gather_report(request, env)), env=env, home=args.mask_home))
     return 0

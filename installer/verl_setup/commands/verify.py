@@ -8,7 +8,6 @@ from pathlib import Path
 from typing import TextIO
 
 from verl_setup.cluster.verify import verify_cluster
-from verl_setup.environment.lock import read_lock
 from verl_setup.environment.verify import target_python
 from verl_setup.environment.verify_target import VerifyRequest, verify_target
 from verl_setup.errors import CheckFailedError
@@ -36,14 +35,13 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace, env: Mapping[str, str], out: TextIO) -> int:
     """Verify; exit 5 with the differences when the environment does not match."""
     python = target_python(args.prefix, args.python, env)
-    lock = read_lock(args.lock) if args.lock else None
     if args.ray:
         return verify_cluster(
-            python, args.ray, lock=lock, timeout=args.timeout, env=env, out=out, as_json=args.json
+            python, args.ray, lock_file=args.lock, timeout=args.timeout, env=env, out=out, as_json=args.json
         )
     request = VerifyRequest(
         python=python,
-        lock=lock,
+        lock_file=args.lock,
         row=args.row,
         matrix=args.matrix,
         import_timeout=None if args.no_import else args.import_timeout,

@@ -65,8 +65,6 @@ def run_build(args: argparse.Namespace, env: Mapping[str, str], out: TextIO) -> 
         nvcc=args.nvcc,
         keep_scratch=args.keep_scratch,
     )
-    torch = f"torch {plan.row.torch.version} (CUDA {plan.row.torch.cuda})"
-    progress.step("plan", f"row {plan.row.id}: {torch}, Python {plan.python}")
     outcomes = build_wheelhouse(options, env, progress)
     if args.json:
         out.write(
@@ -85,14 +83,9 @@ def run_build(args: argparse.Namespace, env: Mapping[str, str], out: TextIO) -> 
 
 def run_list(args: argparse.Namespace, _env: Mapping[str, str], out: TextIO) -> int:
     """One line per wheel: name, version, torch, CUDA, Python, arch list."""
-    from verl_setup.util.wheelhouse import Wheelhouse, WheelhouseError  # noqa: PLC0415
+    from verl_setup.util.wheelhouse import listed_entries  # noqa: PLC0415
 
-    if not (args.dir / "wheels").is_dir():
-        raise BadInputError(f"{args.dir}: not a wheelhouse (no wheels/ folder in it)")
-    try:
-        entries = Wheelhouse(args.dir).entries(verify=args.verify)
-    except WheelhouseError as exc:
-        raise BadInputError(str(exc)) from exc
+    entries = listed_entries(args.dir, verify=args.verify)
     if args.json:
         out.write(
             envelope(

@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from verl_setup.environment.lock import Lock
+from verl_setup.environment.lock import Lock, read_lock
 from verl_setup.environment.verify import (
     MANIFEST,
     Expected,
@@ -79,7 +79,7 @@ class VerifyRequest:
     else its manifest."""
 
     python: Path
-    lock: Lock | None = None
+    lock_file: Path | None = None  # a lock file (requirements or pylock), read here
     row: str | None = None  # a matrix row's id
     matrix: Path | None = None  # the rows file for `row` (default: the installed one)
     import_timeout: float | None = 900.0  # None: no import probe
@@ -87,8 +87,8 @@ class VerifyRequest:
 
 def verify_target(request: VerifyRequest, env: Mapping[str, str]) -> Report:
     """`verify`'s use case: the environment's report against what it should hold."""
+    lock = read_lock(request.lock_file) if request.lock_file else None
     row = load_matrix(request.matrix).row(request.row) if request.row else None
-    lock = request.lock
 
     def expected_for(snap: Snapshot) -> Expected:
         return expected_from(snap, lock=lock, row=row)

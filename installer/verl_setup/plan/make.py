@@ -15,6 +15,7 @@ from verl_setup.plan.target import Fact, build_target, from_env
 
 if TYPE_CHECKING:
     from verl_setup.host.facts import HostFacts
+    from verl_setup.plan.cluster import ClusterPlan
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -61,3 +62,13 @@ def make_plan(inputs: PlanInputs, env: Mapping[str, str]) -> Plan:
             target = dataclasses.replace(target, verl=Fact(line, source))
     plan = select(target, matrix) if row is None else plan_row(target, matrix, row)
     return plan if warning is None else dataclasses.replace(plan, warnings=(*plan.warnings, warning))
+
+
+def make_cluster_plan(inputs: PlanInputs, cluster_file: Path, env: Mapping[str, str]) -> ClusterPlan:
+    """One row for every node of `cluster_file` (detect --ray/--slurm): the rows file given, else
+    VERL_SETUP_MATRIX, else the bundled one; a cluster no row fits is exit 3 (plan_cluster's)."""
+    from verl_setup.host.cluster_file import load_cluster  # noqa: PLC0415
+    from verl_setup.plan.cluster import plan_cluster  # noqa: PLC0415
+
+    matrix = load_matrix(from_env(inputs.matrix, env, "VERL_SETUP_MATRIX"))
+    return plan_cluster(load_cluster(cluster_file), inputs.request, matrix, env, row=inputs.row)

@@ -189,6 +189,19 @@ def read_manifest(path: Path) -> Manifest:
     return Manifest.from_json(data, str(path))
 
 
+def listed_entries(root: Path, *, verify: bool) -> list[Entry]:
+    """`wheelhouse list`'s use case: the entries of the wheelhouse at `root` (bad input when it is
+    none, or a wheel or its manifest is broken)."""
+    from verl_setup.errors import BadInputError  # noqa: PLC0415
+
+    if not (root / "wheels").is_dir():
+        raise BadInputError(f"{root}: not a wheelhouse (no wheels/ folder in it)")
+    try:
+        return Wheelhouse(root).entries(verify=verify)
+    except WheelhouseError as exc:
+        raise BadInputError(str(exc)) from exc
+
+
 class Wheelhouse:
     """A wheelhouse folder on disk: read its entries, add a wheel, rewrite its index."""
 

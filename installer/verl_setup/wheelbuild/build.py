@@ -121,6 +121,9 @@ def max_jobs(explicit: int | None) -> int:
 def build_wheelhouse(options: BuildOptions, env: Mapping[str, str], progress: Progress) -> list[Outcome]:
     """Build what the wheelhouse lacks for the plan's row; keep what it has."""
     plan, row = options.plan, options.plan.row
+    progress.step(
+        "plan", f"row {row.id}: torch {row.torch.version} (CUDA {row.torch.cuda}), Python {plan.python}"
+    )
     if row.torch.cuda is None:
         raise BadInputError(f"row {row.id} has a CPU torch: it has no CUDA extensions to build")
     house = Wheelhouse(options.out)
