@@ -13,7 +13,6 @@ from verl_setup.commands.common import extension_requests, plan_inputs, user_pac
 from verl_setup.commands.flags import add_plan_flags, add_recipe_flags
 from verl_setup.commands.text_output import plan_text
 from verl_setup.doctor.plan_job import FitRequest, PlanRequest, plan_machine
-from verl_setup.doctor.result import report_text
 from verl_setup.errors import BadInputError, CheckFailedError
 from verl_setup.output import envelope
 from verl_setup.plan.target import from_env
@@ -78,6 +77,8 @@ def run(args: argparse.Namespace, env: Mapping[str, str], out: TextIO) -> int:
             lines += args.team_config.explain_lines()  # prefix, CA bundle, index, wheel sources
         out.write(head + "\ninstall    " + rest.replace("\n", "\n" + "".join(f"{x}\n" for x in lines), 1))
         if report.fit is not None:
+            from verl_setup.doctor.result import report_text  # noqa: PLC0415  # with --launch only
+
             out.write("\n" + report_text([report.fit], footer=False))
     return 0 if report.fits else CheckFailedError.exit_code
 
