@@ -293,13 +293,16 @@ def _is_torch_extension(obj: SharedObject) -> bool:
 def _check_one(
     path: Path, obj: SharedObject, torch: Torch, libs: Sequence[SharedObject], owners: Owners
 ) -> list[AbiFinding]:
-    findings = []
+    findings: list[AbiFinding] = []
     wanted = {name for name in obj.undefined() if _TORCH_SYMBOL.match(name)}
     for lib in libs:
         if not wanted:
             break
         wanted -= lib.defines(wanted)
     missing = tuple(sorted(wanted))
+    majors = {int(m.group(1)) for n in obj.needed if (m := _CUDART.match(n))}
+    if not missing and majors <= {torch.cuda_major}:
+        return findings  # the owner (every RECORD read) is only needed to name a finding
     owner = owners.of(path)
     if missing:
         built = _built_torch(owner, missing, torch)
@@ -323,7 +326,6 @@ def _check_one(
                 ),
             )
         )
-    majors = {int(m.group(1)) for n in obj.needed if (m := _CUDART.match(n))}
     for major in sorted(majors - {torch.cuda_major}):
         built = owner.record.get("torch") if owner else None
         findings.append(

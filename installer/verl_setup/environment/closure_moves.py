@@ -13,14 +13,17 @@ from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
-from verl_setup.environment.index import Index, Release, configured_index
 from verl_setup.errors import InstallError
 from verl_setup.matrix.closure import Closure, Moved
 from verl_setup.plan.select import Plan
+
+if TYPE_CHECKING:
+    from verl_setup.environment.index import Release
 
 COMPILE_TIMEOUT_S = 900.0
 LOOKUPS = 8  # index pages read at once
@@ -71,6 +74,8 @@ def upload_dates(pins: list[tuple[str, str]], uv: str, env: Mapping[str, str]) -
     if not pins:
         return {}
     try:
+        from verl_setup.environment.index import Index, configured_index  # noqa: PLC0415  # only now
+
         index = Index(configured_index(uv, env))
     except InstallError:
         return {}
@@ -92,6 +97,8 @@ def gone_from_index(
     """One line per closure release that the index has yanked or deleted since it was recorded,
     with the nearest release that replaces it (`only`: just these names). Read from the index uv
     is configured with."""
+    from verl_setup.environment.index import Index, configured_index  # noqa: PLC0415  # only now
+
     index = Index(configured_index(uv, env))
     pins = [p for p in closure.pins if only is None or p[0] in only]
 
