@@ -45,7 +45,8 @@ OTHER_VARIABLES: dict[str, tuple[str, str]] = {
     "VERL_SETUP_DEBUG": ("*", "`1`: an unexpected error (exit 1) prints its traceback"),
     "VERL_SETUP_CACHE_DIR": (
         "*",
-        "where the parsed matrix is cached (else `$XDG_CACHE_HOME/verl-setup`, `~/.cache/verl-setup`)",
+        "where the parsed matrix and what each Python said about itself are cached"
+        " (else `$XDG_CACHE_HOME/verl-setup`, `~/.cache/verl-setup`)",
     ),
     "UV_CUDA_DRIVER_VERSION": ("--driver", "uv's own override of the detected NVIDIA driver, read here too"),
     "CONDA_OVERRIDE_CUDA": ("--driver", "conda's override of the CUDA version the driver supports"),
@@ -475,13 +476,14 @@ def plan_answer(inputs: dict[str, str]) -> dict[str, Any]:
     """What `plan` says for one input: the row, the Python, its text (why), and the install line.
     The page writes the plan line itself from the selects (plan_argv's flags; the browser test
     holds the two equal)."""
-    from verl_setup.commands.common import plan_for  # noqa: PLC0415
+    from verl_setup.commands.common import plan_inputs  # noqa: PLC0415
     from verl_setup.commands.text_output import plan_text  # noqa: PLC0415
     from verl_setup.errors import NoCompatibleRowError  # noqa: PLC0415
+    from verl_setup.plan.make import make_plan  # noqa: PLC0415
 
     try:
         argv = [str(ROOT / a) if a == CPU_HOST else a for a in plan_argv(inputs)]
-        plan = plan_for(parse(argv), {"HOME": os.environ.get("HOME", "/")})
+        plan = make_plan(plan_inputs(parse(argv)), {"HOME": os.environ.get("HOME", "/")})
     except NoCompatibleRowError as exc:
         return {"row": None, "why": str(exc)}
     data = plan.to_json()

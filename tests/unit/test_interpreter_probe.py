@@ -74,3 +74,39 @@ def test_pyenv_shim_folders_are_recognised() -> None:
     assert shim_folder("/root/.pyenv/shims")
     assert shim_folder("/root/.pyenv/shims/")
     assert not shim_folder("/usr/bin")
+
+
+@pytest.mark.subprocess
+def test_the_quick_listing_reads_what_importlib_metadata_reads(tmp_path: Path) -> None:
+    """The header-only reader (scripts/interpreter.py) against importlib.metadata on a folder with
+    every shape it reads: dist-info, egg-info folder and file, folded and odd headers, a body with
+    its own `Name:`, a dotted name grouped beside its underscored twin, one without a Name."""
+    site = tmp_path / "site"
+    infos = {
+        "zeta_pkg-1.0.dist-info/METADATA": "Metadata-Version: 2.1\nName: zeta-pkg\nVersion: 1.0\n",
+        "Alpha.Beta-2.0.dist-info/METADATA": "Metadata-Version: 2.1\nname:   Alpha.Beta  \nVERSION: 2.0\n",
+        "alpha_beta-3.0.dist-info/METADATA": "Name: alpha_beta\nSummary: a\n  folded line\nVersion: 3.0\n",
+        "old-0.1.egg-info/PKG-INFO": "Metadata-Version: 1.0\nName: old\nVersion: 0.1\n",
+        "nameless-1.dist-info/METADATA": "Metadata-Version: 2.1\nVersion: 1\n",
+        "body-1.dist-info/METADATA": "Name: body\nVersion: 1\n\nName: not-this\nVersion: 9\n",
+    }
+    for rel, text in infos.items():
+        (site / rel).parent.mkdir(parents=True, exist_ok=True)
+        (site / rel).write_text(text)
+    (site / "flat-4.egg-info").write_text("Metadata-Version: 1.0\nName: flat\nVersion: 4\n")
+    script = Path(__file__).parents[2] / "installer" / "verl_setup" / "scripts" / "interpreter.py"
+    code = (
+        f"import sys, runpy; m = runpy.run_path({str(script)!r}); sys.path.insert(0, {str(site)!r})\n"
+        "quick, slow = m['_quick_distributions'](), m['_metadata_distributions']()\n"
+        "print(repr(([r[:3] for r in quick], [r[:3] for r in slow])))"
+    )
+    import ast  # noqa: PLC0415
+    import subprocess  # noqa: PLC0415
+
+    out = subprocess.run([sys.executable, "-S", "-c", code], capture_output=True, text=True, check=True)
+    quick, slow = ast.literal_eval(out.stdout)
+    assert quick == slow
+    assert {(n, v) for n, v, _ in quick} == {
+        ("zeta-pkg", "1.0"), ("Alpha.Beta  ", "2.0"), ("alpha_beta", "3.0"), ("old", "0.1"),
+        (None, "1"), ("body", "1"), ("flat", "4"),
+    }  # fmt: skip

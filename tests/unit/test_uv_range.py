@@ -40,6 +40,25 @@ def test_the_bundled_uv_is_in_range_and_found_without_running_it() -> None:
 
 
 @pytest.mark.subprocess
+def test_the_quick_lookup_finds_what_uv_finds_and_knows_its_version() -> None:
+    """find_uv's look in this venv's bin/ (no `uv` import) is uv's own find_uv_bin answer, and the
+    version it records for the manifest is what that binary prints."""
+    import subprocess  # noqa: PLC0415
+    import sys  # noqa: PLC0415
+
+    from uv import find_uv_bin  # noqa: PLC0415
+
+    from verl_setup.environment.uv import uv_version  # noqa: PLC0415
+
+    if sys.prefix == sys.base_prefix:
+        pytest.skip("the tests run outside a venv: there is no venv bin/ to look in")
+    assert uvbin._in_this_venv() == str(find_uv_bin())
+    found = uvbin.find_uv()
+    printed = subprocess.run([found, "--version"], capture_output=True, text=True, check=True).stdout
+    assert printed.split()[1] == uvbin.known_version(found) == uv_version(found)
+
+
+@pytest.mark.subprocess
 def test_an_old_uv_on_path_is_refused_when_the_bundled_one_is_missing(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -52,6 +71,7 @@ def test_an_old_uv_on_path_is_refused_when_the_bundled_one_is_missing(
     fake.write_text(f"#!/bin/sh\nprintf '{OLD_UV_VERSION.strip()}\\n'\n")
     fake.chmod(fake.stat().st_mode | stat.S_IXUSR)
     monkeypatch.setattr(uv, "find_uv_bin", missing)
+    monkeypatch.setattr(uvbin, "_in_this_venv", lambda: None)
     monkeypatch.setenv("PATH", str(tmp_path))
     uvbin.path_version.cache_clear()
     with pytest.raises(InstallError, match=re.escape(f"{fake} is uv 0.5.31; verl-setup needs uv 0.13.x")):

@@ -11,21 +11,22 @@ from typing import Any
 
 from verl_setup.cluster.detect import runtime_env_for, shipped_package
 from verl_setup.cluster.install import NodeResult, Reach, Sharing, check_sharing, install_on_nodes
-from verl_setup.errors import CheckFailedError, InstallError, VerlSetupError
+from verl_setup.errors import BadInputError, CheckFailedError, InstallError, VerlSetupError
 from verl_setup.output import Progress
-from verl_setup.plan.cluster import ClusterPlan
+from verl_setup.plan.make import PlanInputs
 
 
 @dataclass(frozen=True, kw_only=True)
 class ClusterInstallRequest:
-    """The cluster plan's row on every node at `prefix`, each node running `install_argv`."""
+    """The cluster plan's row on every node at `prefix`, each node running `verl-setup install`
+    with the row, the plan's exact Python and `node_options`."""
 
-    plan: ClusterPlan
-    cluster_file: Path  # named in the progress line
+    inputs: PlanInputs  # the plan flags; with the cluster file, the cluster plan
+    cluster_file: Path
     python: Path  # the interpreter with the cluster's ray
-    address: str  # the Ray head
+    ray: str | None  # the Ray head (--ray), else the one the cluster file was gathered through
     prefix: Path  # absolute: the same path on every node
-    install_argv: tuple[str, ...]  # the `verl-setup install` each node runs
+    node_options: tuple[str, ...]  # this run's install options, passed on to each node
     reach: Reach
     timeout: float  # per node
     live: bool  # each node's line as it finishes (not under -q)
@@ -74,9 +75,30 @@ class ClusterInstallReport:
 def install_cluster(
     request: ClusterInstallRequest, env: Mapping[str, str], progress: Progress
 ) -> ClusterInstallReport:
-    """Install on every node (or once, on a shared prefix), then verify the installed nodes."""
-    plan, prefix, python, address = request.plan, request.prefix, request.python, request.address
+    """Plan for the cluster, install on every node (or once, on a shared prefix), then verify the
+    installed nodes."""
+    from verl_setup.plan.make import make_cluster_plan  # noqa: PLC0415  # the cluster file's classes
+
+    plan = make_cluster_plan(request.inputs, request.cluster_file, env)
+    address = request.ray or plan.cluster.address
+    if not address:
+        raise BadInputError("the cluster file was not gathered through Ray: give --ray ADDRESS")
+    prefix, python = request.prefix, request.python
     row, total = plan.plan.row.id, len(plan.nodes)
+    install_argv = (
+        *(
+            "install",
+            "--prefix",
+            str(prefix),
+            "--row",
+            row,
+            "--python",
+            plan.plan.python,
+            "--json",
+            "--quiet",
+        ),
+        *request.node_options,
+    )
     progress.step(
         "plan", f"{row} with Python {plan.plan.python} for all {total} nodes of {request.cluster_file}"
     )
@@ -91,7 +113,7 @@ def install_cluster(
         results = install_on_nodes(
             python,
             address,
-            request.install_argv,
+            install_argv,
             only=("head",) if sharing.shared else (),
             env=env,
             timeout=request.timeout,

@@ -4,17 +4,14 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Mapping
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from verl_setup.errors import BadInputError
-from verl_setup.plan.make import PlanInputs, make_plan
+from verl_setup.plan.make import PlanInputs
 from verl_setup.plan.request import Request
 from verl_setup.plan.user_packages import UserPackages, collect
 
 if TYPE_CHECKING:
-    from verl_setup.plan.cluster import ClusterPlan
-    from verl_setup.plan.select import Plan
     from verl_setup.plan.steps import Choice
     from verl_setup.render.templates import RenderOptions
 
@@ -92,18 +89,6 @@ def wheel_sources(args: argparse.Namespace) -> tuple[str, ...]:
     found = getattr(args, "team_config", None)
     configured = () if found is None else found.lists.get("wheel_sources", ())
     return (*(getattr(args, "wheel_source", None) or ()), *configured)
-
-
-def plan_for(args: argparse.Namespace, env: Mapping[str, str]) -> Plan:
-    """The plan for the plan flags (flag > environment > host file > detection)."""
-    return make_plan(plan_inputs(args), env)
-
-
-def cluster_plan(args: argparse.Namespace, env: Mapping[str, str]) -> ClusterPlan:
-    """The plan flags and --cluster FILE as a ClusterPlan (every command with --cluster uses this)."""
-    from verl_setup.plan.make import make_cluster_plan  # noqa: PLC0415  # the cluster file's classes
-
-    return make_cluster_plan(plan_inputs(args), Path(args.cluster), env)
 
 
 def extension_requests(args: argparse.Namespace) -> dict[str, Choice]:

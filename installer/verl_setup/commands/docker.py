@@ -9,7 +9,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TextIO
 
-from verl_setup.commands.common import plan_for, render_options
+from verl_setup.commands.common import plan_inputs, render_options
 from verl_setup.commands.flags import add_artifact_flags, add_plan_flags
 from verl_setup.image.build import ImageReport, ImageRequest, build_image, context_listing
 from verl_setup.image.buildkit import BUILDERS
@@ -40,10 +40,19 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace, env: Mapping[str, str], out: TextIO) -> int:
     """The whole command: context, build, verify, label, optionally push."""
-    plan = plan_for(args, env)
-    options = render_options(args, env, ["docker"])
+    request = ImageRequest(
+        inputs=plan_inputs(args),
+        options=render_options(args, env, ["docker"]),
+        tag=args.tag,
+        builder=args.builder,
+        context=args.out,
+        force=args.force,
+        network=args.network,
+        push=args.push,
+        quiet=args.quiet,
+    )
     if args.print_context:
-        listing = context_listing(plan, options)
+        listing = context_listing(request, env)
         entries, total = listing.entries, listing.total_bytes
         if args.json:
             out.write(
@@ -53,17 +62,6 @@ def run(args: argparse.Namespace, env: Mapping[str, str], out: TextIO) -> int:
             out.writelines(f"{e.size:>10}  {e.name}\n" for e in entries)
             out.write(f"{total:>10}  bytes in {len(entries)} files (no .git, no caches, no weights)\n")
         return 0
-    request = ImageRequest(
-        plan=plan,
-        options=options,
-        tag=args.tag,
-        builder=args.builder,
-        context=args.out,
-        force=args.force,
-        network=args.network,
-        push=args.push,
-        quiet=args.quiet,
-    )
     report = build_image(request, env, sys.stderr)
     if args.json:
         out.write(envelope("docker build", report.as_dict()))

@@ -5,21 +5,19 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Mapping
-from pathlib import Path
 from typing import TextIO
 
 from verl_setup.cluster.install import Reach
 from verl_setup.cluster.install_all import ClusterInstallRequest, install_cluster
-from verl_setup.commands.common import cluster_plan
+from verl_setup.commands.common import plan_inputs
 from verl_setup.environment.verify import target_python
 from verl_setup.errors import BadInputError
 from verl_setup.output import Progress, emit
 
 
-def node_argv(args: argparse.Namespace, prefix: Path, row: str, python: str) -> list[str]:
-    """The `verl-setup install` each node runs: the cluster's row and exact Python, this run's options."""
-    argv = ["install", "--prefix", str(prefix), "--row", row, "--python", python, "--json", "--quiet"]
-    argv += ["--wait", f"{args.wait:g}", "--import-timeout", f"{args.import_timeout:g}"]
+def node_options(args: argparse.Namespace) -> list[str]:
+    """This run's install options, which each node's `verl-setup install` gets too."""
+    argv = ["--wait", f"{args.wait:g}", "--import-timeout", f"{args.import_timeout:g}"]
     argv += [f"--build={n}" for n in args.build] + [f"--without={n}" for n in args.without]
     flags = ("build_flash_attn", "no_python_downloads", "no_import")
     argv += [f"--{flag.replace('_', '-')}" for flag in flags if getattr(args, flag)]
@@ -37,19 +35,14 @@ def run(args: argparse.Namespace, env: Mapping[str, str], out: TextIO) -> int:
         raise BadInputError(
             f"--prefix {args.prefix} must be absolute with --cluster: the same path on every node"
         )
-    plan = cluster_plan(args, env)
-    address = args.ray or plan.cluster.address
-    if not address:
-        raise BadInputError("the cluster file was not gathered through Ray: give --ray ADDRESS")
-    python = target_python(None, args.ray_python, env)
     reach: Reach = "installed" if args.installed else "py_modules"
     request = ClusterInstallRequest(
-        plan=plan,
+        inputs=plan_inputs(args),
         cluster_file=args.cluster,
-        python=python,
-        address=address,
+        python=target_python(None, args.ray_python, env),
+        ray=args.ray,
         prefix=args.prefix,
-        install_argv=tuple(node_argv(args, args.prefix, plan.plan.row.id, plan.plan.python)),
+        node_options=tuple(node_options(args)),
         reach=reach,
         timeout=args.timeout,
         live=not args.quiet,

@@ -4,19 +4,21 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Mapping
+from pathlib import Path
 from typing import TextIO
 
-from verl_setup.commands.common import cluster_plan
+from verl_setup.commands.common import plan_inputs
 from verl_setup.commands.text_output import selected_lines
 from verl_setup.output import envelope
 from verl_setup.plan.cluster import ClusterPlan, NodePlan
 from verl_setup.plan.cluster_differences import nodes_words
+from verl_setup.plan.make import make_cluster_plan
 from verl_setup.util.bounded import one_line
 
 
 def run(args: argparse.Namespace, env: Mapping[str, str], out: TextIO) -> int:
     """Print the cluster plan; a cluster no row fits is exit 3 (raised by plan_cluster)."""
-    plan = cluster_plan(args, env)
+    plan = make_cluster_plan(plan_inputs(args), Path(args.cluster), env)  # this command's one use case
     out.write(envelope("plan", plan.to_json()) if args.json else cluster_text(plan, explain=args.explain))
     return 0
 

@@ -9,12 +9,10 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TextIO
 
-from verl_setup.commands.common import plan_for, render_options
+from verl_setup.commands.common import plan_inputs, render_options
 from verl_setup.commands.flags import add_artifact_flags, add_plan_flags
 from verl_setup.deliver.render_job import RenderRequest, render_into
 from verl_setup.output import Progress, emit
-from verl_setup.plan.select import Plan
-from verl_setup.render.templates import RenderOptions
 from verl_setup.util.vocab import RENDER_TARGETS
 
 
@@ -35,34 +33,20 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace, env: Mapping[str, str], out: TextIO) -> int:
-    """Plan (for one machine, or every node of --cluster), then render."""
-    if args.cluster is None:
-        return run_render(args, plan_for(args, env), out, env=env)
-    from verl_setup.commands.common import cluster_plan  # noqa: PLC0415
-    from verl_setup.render.cluster_options import cluster_options  # noqa: PLC0415
-
-    plan = cluster_plan(args, env)
-    options, warnings = cluster_options(render_options(args, env, args.targets), plan.cluster)
-    for warning in warnings:
-        sys.stderr.write(f"verl-setup: warning: {warning}\n")
-    return run_render(args, plan.plan, out, options=options, env=env)
-
-
-def run_render(
-    args: argparse.Namespace,
-    plan: Plan,
-    out: TextIO,
-    *,
-    options: RenderOptions | None = None,
-    env: Mapping[str, str] | None = None,
-) -> int:
-    """Render; refuse to clobber a changed file without --force (exit 2, naming it)."""
-    options = options or render_options(args, env or {}, args.targets)
-    request = RenderRequest(plan=plan, options=options, out=args.out, dry_run=args.dry_run, force=args.force)
+    """Plan (for one machine, or every node of --cluster) and render; refuse to clobber a changed
+    file without --force (exit 2, naming it)."""
+    request = RenderRequest(
+        inputs=plan_inputs(args),
+        cluster=args.cluster,
+        options=render_options(args, env, args.targets),
+        out=args.out,
+        dry_run=args.dry_run,
+        force=args.force,
+    )
     quiet = getattr(args, "quiet", False)
     # what plan warns about holds for the files too (-q keeps warnings)
     warn = None if args.json else _warn
-    report = render_into(request, env or {}, Progress(quiet=quiet), warn=warn)
+    report = render_into(request, env, Progress(quiet=quiet), warn=warn, cluster_warn=_warn)
     error = report.error()
     if args.json:
         emit(out, "render", report.to_json(), error)
@@ -73,11 +57,12 @@ def run_render(
                 out.write("".join(f"    | {line}\n" for line in f.content.splitlines()))
     if error is not None:
         raise error
-    if report.written and not args.json and not quiet:
+    if report.written and not args.json and not quiet and report.plan and report.options:
         from verl_setup.render.next_steps import after_render  # noqa: PLC0415
 
         out.flush()  # the file list first, then what to type
-        sys.stderr.write("".join(f"{x}\n" for x in after_render(options.targets, args.out, plan, options)))
+        steps = after_render(report.options.targets, args.out, report.plan, report.options)
+        sys.stderr.write("".join(f"{x}\n" for x in steps))
     return 0
 
 

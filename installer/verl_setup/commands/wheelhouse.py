@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TextIO
 
-from verl_setup.commands.common import plan_for
+from verl_setup.commands.common import plan_inputs
 from verl_setup.commands.flags import add_plan_flags, whole
 from verl_setup.errors import BadInputError
 from verl_setup.output import Progress, envelope
@@ -48,15 +48,13 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def run_build(args: argparse.Namespace, env: Mapping[str, str], out: TextIO) -> int:
     """Build what the folder lacks for the row; print what was built and kept."""
-    from verl_setup.wheelbuild.build import BuildOptions, build_wheelhouse  # noqa: PLC0415
+    from verl_setup.wheelbuild.build import WheelhouseRequest, build_wheelhouse_for  # noqa: PLC0415
     from verl_setup.wheelbuild.source import parse_sources  # noqa: PLC0415
 
     if args.out.exists() and not args.out.is_dir():
         raise BadInputError(f"--out {args.out}: not a folder")
-    progress = Progress(quiet=args.quiet)
-    plan = plan_for(args, env)
-    options = BuildOptions(
-        plan=plan,
+    request = WheelhouseRequest(
+        inputs=plan_inputs(args),
         out=args.out.absolute(),
         only=tuple(args.only),
         sources=parse_sources(args.source),
@@ -65,19 +63,14 @@ def run_build(args: argparse.Namespace, env: Mapping[str, str], out: TextIO) -> 
         nvcc=args.nvcc,
         keep_scratch=args.keep_scratch,
     )
-    outcomes = build_wheelhouse(options, env, progress)
+    report = build_wheelhouse_for(request, env, Progress(quiet=args.quiet))
     if args.json:
-        out.write(
-            envelope(
-                "wheelhouse build",
-                {"row": plan.row.id, "out": str(options.out), "wheels": [o.to_json() for o in outcomes]},
-            )
-        )
+        out.write(envelope("wheelhouse build", report.to_json()))
     else:
-        for o in outcomes:
+        for o in report.outcomes:
             out.write(f"{o.status:<8} {o.wheel}\n")
-        if not outcomes:
-            out.write(f"row {plan.row.id} installs no package built against torch\n")
+        if not report.outcomes:
+            out.write(f"row {report.row} installs no package built against torch\n")
     return 0
 
 

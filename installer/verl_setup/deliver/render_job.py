@@ -1,20 +1,23 @@
 """`render`'s use case: render the targets, lock the uv project, compare with the folder, write.
 
-render_into(request, env, progress) -> RenderReport. A file in the folder that differs from
-what would be rendered (edited by hand?) is a conflict: nothing is written without `force`,
-and the report's error() names it (exit 2). A dry run resolves nothing and writes nothing.
+render_into(request, env, progress) -> RenderReport: the plan (from the request's inputs, for
+one machine or a cluster file), the files, their comparison with the folder. A file in the
+folder that differs from what would be rendered (edited by hand?) is a conflict: nothing is
+written without `force`, and the report's error() names it (exit 2). A dry run resolves
+nothing and writes nothing.
 """
 
 from __future__ import annotations
 
 import errno
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from verl_setup.errors import BadInputError
 from verl_setup.output import Progress
+from verl_setup.plan.make import PlanInputs, make_plan
 from verl_setup.plan.select import Plan
 from verl_setup.render.templates import RenderedFile, RenderOptions, compare, render, write
 from verl_setup.util.bounded import one_line
@@ -22,11 +25,14 @@ from verl_setup.util.bounded import one_line
 
 @dataclass(frozen=True, kw_only=True)
 class RenderRequest:
-    """What to render for which plan, into which folder, and how."""
+    """What to render for which plan (or the plan flags to make it from, for one machine or every
+    node of a cluster file), into which folder, and how."""
 
-    plan: Plan
     options: RenderOptions
     out: Path
+    plan: Plan | None = None
+    inputs: PlanInputs | None = None
+    cluster: Path | None = None
     dry_run: bool = False
     force: bool = False
 
@@ -40,6 +46,8 @@ class RenderReport:
     dry_run: bool
     files: tuple[RenderedFile, ...]
     written: bool
+    plan: Plan | None = None  # what was rendered, for the next steps printed after it
+    options: RenderOptions | None = None
 
     @property
     def conflicts(self) -> list[str]:
@@ -70,10 +78,13 @@ def render_into(
     progress: Progress,
     *,
     warn: Callable[[str], None] | None = None,
+    cluster_warn: Callable[[str], None] | None = None,
 ) -> RenderReport:
-    """Render, lock the uv project (not in a dry run), compare; write unless a file conflicts.
-    `warn` hears what the plan warns about that holds for the files too (None: nobody asks)."""
-    plan, options = request.plan, request.options
+    """Plan (unless the request holds one), render, lock the uv project (not in a dry run),
+    compare; write unless a file conflicts. `warn` hears what the plan warns about that holds for
+    the files too (None: nobody asks); `cluster_warn` what the cluster file changes."""
+    plan, options = _planned(request, env, cluster_warn)
+    request = replace(request, plan=plan, options=options)
     rendered = render(plan, options)
     if warn is not None:
         from verl_setup.render.next_steps import render_warnings  # noqa: PLC0415
@@ -81,16 +92,44 @@ def render_into(
         for warning in render_warnings(plan, options):
             warn(warning)
     if "uv-project" in options.targets:
-        rendered += _uv_lock(request, rendered, env, progress)
+        rendered += _uv_lock(request, plan, rendered, env, progress)
     _usable_out(request.out)
     files = compare(rendered, request.out, force=request.force)
     report = RenderReport(
-        out=request.out, row=plan.row.id, dry_run=request.dry_run, files=tuple(files), written=False
+        out=request.out,
+        row=plan.row.id,
+        dry_run=request.dry_run,
+        files=tuple(files),
+        written=False,
+        plan=plan,
+        options=options,
     )
     if request.dry_run or report.error() is not None:
         return report
     write(files, request.out)
-    return RenderReport(out=request.out, row=plan.row.id, dry_run=False, files=tuple(files), written=True)
+    return replace(report, written=True)
+
+
+def _planned(
+    request: RenderRequest, env: Mapping[str, str], cluster_warn: Callable[[str], None] | None
+) -> tuple[Plan, RenderOptions]:
+    """The request's plan, else the one its inputs make (with --cluster: the cluster plan, and the
+    options its nodes, GPUs, head and interfaces shape)."""
+    if request.plan is not None:
+        return request.plan, request.options
+    if request.inputs is None:
+        raise ValueError("a RenderRequest needs a plan or the inputs to make one")
+    if request.cluster is None:
+        return make_plan(request.inputs, env), request.options
+    from verl_setup.plan.make import make_cluster_plan  # noqa: PLC0415  # the cluster file's classes
+    from verl_setup.render.cluster_options import cluster_options  # noqa: PLC0415
+
+    cluster_plan = make_cluster_plan(request.inputs, request.cluster, env)
+    options, warnings = cluster_options(request.options, cluster_plan.cluster)
+    for warning in warnings:
+        if cluster_warn is not None:
+            cluster_warn(warning)
+    return cluster_plan.plan, options
 
 
 def _usable_out(out: Path) -> None:
@@ -104,13 +143,16 @@ def _usable_out(out: Path) -> None:
 
 
 def _uv_lock(
-    request: RenderRequest, rendered: list[RenderedFile], env: Mapping[str, str], progress: Progress
+    request: RenderRequest,
+    plan: Plan,
+    rendered: list[RenderedFile],
+    env: Mapping[str, str],
+    progress: Progress,
 ) -> list[RenderedFile]:
     """The uv project's uv.lock, made by `uv lock` (not in a dry run: that resolves nothing)."""
     from verl_setup.environment.uv_lock import lock  # noqa: PLC0415
     from verl_setup.render.templates import TARGETS, uv_project_of  # noqa: PLC0415
 
-    plan = request.plan
     for warning in uv_project_of(plan, request.options).warnings:
         progress.say(f"warning: {warning}")
     if request.dry_run:

@@ -258,20 +258,25 @@ def _candidates(folders: Sequence[Path], torch: Torch) -> Iterator[Path]:
             current, depth = stack.pop()
             try:
                 with os.scandir(current) as found:
-                    entries = sorted(found, key=lambda e: e.name)
+                    entries = list(found)
             except OSError:
                 continue
+            seen += len(entries)
+            if seen > MAX_FILES:
+                return
+            # Only the few folders and shared objects are sorted (the walk's order stays the same).
+            below: list[str] = []
+            objects: list[str] = []
             for entry in entries:
-                seen += 1
-                if seen > MAX_FILES:
-                    return
                 if entry.is_symlink():
                     continue
                 if entry.is_dir(follow_symlinks=False):
                     if depth < MAX_DEPTH and entry.path != own and not entry.name.endswith(".dist-info"):
-                        stack.append((entry.path, depth + 1))
-                elif (entry.name.endswith(".so") or ".so." in entry.name) and is_elf(Path(entry.path)):
-                    yield Path(entry.path)
+                        below.append(entry.path)
+                elif entry.name.endswith(".so") or ".so." in entry.name:
+                    objects.append(entry.path)
+            stack.extend((path, depth + 1) for path in sorted(below))
+            yield from (Path(p) for p in sorted(objects) if is_elf(Path(p)))
 
 
 def _other_variant(path: Path, torch: Torch) -> bool:

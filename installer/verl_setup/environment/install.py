@@ -18,7 +18,7 @@ import time
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from types import FrameType
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 from packaging.utils import canonicalize_name
 
@@ -34,7 +34,6 @@ from verl_setup.environment.install_job import (
     uv_commands,
     write_dry_run,
 )
-from verl_setup.environment.manifest import manifest
 from verl_setup.environment.staging import (
     clean_leftovers,
     describe_os_error,
@@ -44,16 +43,6 @@ from verl_setup.environment.staging import (
 )
 from verl_setup.environment.user_install import resolve_user_packages
 from verl_setup.environment.uv import uv_error
-from verl_setup.environment.verify import (
-    MANIFEST,
-    Expected,
-    Report,
-    Snapshot,
-    from_lock,
-    from_requirements,
-    last_line,
-    verify_env,
-)
 from verl_setup.errors import InstallError, Stopped
 from verl_setup.output import Progress
 from verl_setup.plan.steps import ExtensionPlan
@@ -61,7 +50,12 @@ from verl_setup.scripts import script_path
 from verl_setup.util.runner import Completed, ProgramError, stream
 from verl_setup.util.secrets import mask
 
+if TYPE_CHECKING:
+    from verl_setup.environment.verify import Expected, Report, Snapshot
+
 _SIGNALS = {s.value for s in signal.Signals}
+# What the steps after uv need: imported while uv installs, when the main thread only waits.
+_AFTER_UV = ("verl_setup.environment.verify", "verl_setup.environment.manifest")
 VENV_TIMEOUT_S = 300.0
 INSTALL_TIMEOUT_S = 3600.0
 
@@ -112,6 +106,7 @@ def build(job: Job, progress: Progress) -> tuple[Job, dict[str, Any], Report]:
 
         progress.step("keep", f"{', '.join(job.kept)} as the environment at {layout.prefix} has it")
         copy_kept(job.kept, job.staging)
+    _import_in_background(_AFTER_UV)
     for command in job.commands[1:]:
         title = command.step.title if command.step else f"syncing {lock.path.name if lock else 'the lock'}"
         if command.what in ("local", "git"):  # the lock's header steps (environment/user_lock.py)
@@ -131,6 +126,22 @@ def build(job: Job, progress: Progress) -> tuple[Job, dict[str, Any], Report]:
         if ext is not None and ext.mode in ("wheel", "build"):
             _check_extension(job, ext, progress)
     watch.finish()
+    report = _verify_staging(job, progress)
+    from verl_setup.environment.manifest import manifest  # noqa: PLC0415
+    from verl_setup.environment.verify import MANIFEST  # noqa: PLC0415
+
+    progress.step("manifest", f"{MANIFEST}: {len(report.snapshot.versions())} distributions")
+    record = manifest(job, report)
+    (job.staging / MANIFEST).write_text(json.dumps(record, indent=2) + "\n", encoding="utf-8")
+    return job, record, report
+
+
+def _verify_staging(job: Job, progress: Progress) -> Report:
+    """The staging venv against the row (or the lock), then the import probe; InstallError when
+    it fails, after printing the report."""
+    from verl_setup.environment.verify import from_lock, from_requirements, verify_env  # noqa: PLC0415
+
+    row, lock = job.plan.row, job.lock
     no_toolkit = imports_need_absent_toolkit(row, job.env)
     import_timeout = None if no_toolkit else job.import_timeout
     progress.step(
@@ -171,10 +182,20 @@ def build(job: Job, progress: Progress) -> tuple[Job, dict[str, Any], Report]:
     if not report.ok:
         sys.stderr.write(report.text())
         raise InstallError(f"the new environment failed verification: {report.summary()}")
-    progress.step("manifest", f"{MANIFEST}: {len(report.snapshot.versions())} distributions")
-    record = manifest(job, report)
-    (job.staging / MANIFEST).write_text(json.dumps(record, indent=2) + "\n", encoding="utf-8")
-    return job, record, report
+    return report
+
+
+def _import_in_background(modules: tuple[str, ...]) -> None:
+    """Import `modules` in a thread (a failure is left to the import that needs the module)."""
+    import importlib  # noqa: PLC0415
+    import threading  # noqa: PLC0415
+
+    def load() -> None:
+        for name in modules:
+            with contextlib.suppress(Exception):
+                importlib.import_module(name)
+
+    threading.Thread(target=load, name="verl-setup-imports", daemon=True).start()
 
 
 def _make_venv(job: Job, progress: Progress) -> Job:
@@ -221,6 +242,8 @@ def _check_extension(job: Job, ext: ExtensionPlan, progress: Progress) -> None:
 
 def _check_abi(job: Job) -> None:
     """The prebuilt flash-attn wheel was chosen for a C++ ABI: the installed torch must have it."""
+    from verl_setup.environment.verify import last_line  # noqa: PLC0415
+
     fa = job.recipe.flash_attn
     out = stream(
         [str(job.staging / "bin" / "python"), str(script_path("torch_abi"))], timeout=300, env=job.env
@@ -310,6 +333,8 @@ def _run_uv(command: Command, *, job: Job, tty: bool, timeout: float) -> Complet
 
 def _works_at(prefix: Path) -> None:
     """After the swap: the moved venv runs and knows where it is."""
+    from verl_setup.environment.verify import last_line  # noqa: PLC0415
+
     out = stream([str(prefix / "bin" / "python"), str(script_path("venv_prefix"))], timeout=60)
     if out.returncode != 0 or Path(out.stdout.strip()) != prefix:
         found = out.stdout.strip() or last_line(out.stderr)

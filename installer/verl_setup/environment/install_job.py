@@ -17,7 +17,6 @@ from verl_setup.environment.lock import Lock, after_lock, read_lock
 from verl_setup.environment.lock_job import planned_recipe
 from verl_setup.environment.python_choice import PythonChoice, choose_python
 from verl_setup.environment.staging import Layout, check_prefix, resolve_prefix
-from verl_setup.environment.verify import MANIFEST
 from verl_setup.errors import InstallError
 from verl_setup.output import Progress
 from verl_setup.plan.make import PlanInputs
@@ -69,11 +68,14 @@ def uv_commands(
     bundle: Bundle | None = None,
 ) -> list[Command]:
     """The exact uv commands an install runs, in the recipe's order (from a bundle: offline)."""
-    from verl_setup.environment.bundle import offline_flags  # noqa: PLC0415
     from verl_setup.environment.uv import sync_command, venv_command  # noqa: PLC0415
 
     python_exe = str(staging / "bin" / "python")
-    offline = [] if bundle is None else offline_flags(bundle)
+    offline: list[str] = []
+    if bundle is not None:
+        from verl_setup.environment.bundle import offline_flags  # noqa: PLC0415
+
+        offline = offline_flags(bundle)
     venv = venv_command(uv, path=staging, python=choice.request) + offline[:1]
     commands = [Command(what="venv", argv=venv)]
     overrides = str(staging / INPUTS / "overrides.txt")
@@ -278,4 +280,6 @@ def write_dry_run(job: Job, out: TextIO) -> None:
         env = "".join(f"{k}={shlex.quote(v)} " for k, v in command.env)
         out.write(f"# {command.what}: {command.step.title if command.step else ''}\n".replace(": \n", "\n"))
         out.write(env + shlex.join(command.argv) + "\n")
+    from verl_setup.environment.verify import MANIFEST  # noqa: PLC0415
+
     out.write(f"# then: verify, write {MANIFEST}, swap {job.staging.name} into {job.layout.prefix}\n")

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Literal
 
@@ -59,8 +59,8 @@ def planned_recipe(
     """The plan's recipe with the user's packages (a requirement a row pin refuses stops here) and,
     with `pick_wheels`, the prebuilt wheel each package built against torch comes from."""
     recipe = user_recipe(plan, recipe_for(plan, extensions, env, wheel_sources), user)
-    if not pick_wheels:
-        return recipe
+    if not pick_wheels or all(e.mode != "wheel" or e.url is not None for e in recipe.extensions):
+        return recipe  # nothing to pick: the index client is not even imported
     from verl_setup.environment.wheel_pick import resolve_wheels  # noqa: PLC0415
 
     return resolve_wheels(plan, recipe, say)
@@ -68,6 +68,8 @@ def planned_recipe(
 
 def user_recipe(plan: Plan, recipe: Recipe, user: UserPackages) -> Recipe:
     """The recipe with the user's packages; a requirement a row pin refuses stops here (no network)."""
+    if not user.requirements:  # nothing to add, nothing to refuse: as with_user_packages does
+        return replace(recipe, user=user)
     from verl_setup.environment.with_resolve import direct_conflicts  # noqa: PLC0415
     from verl_setup.plan.user_recipe import with_user_packages  # noqa: PLC0415
 

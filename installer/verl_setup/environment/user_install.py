@@ -49,6 +49,8 @@ def relax_closure(
 
 def kept_record(job: Job) -> dict[str, str]:
     """--keep: name -> the version kept."""
+    if not job.kept:
+        return {}
     from verl_setup.environment.keep import version_of  # noqa: PLC0415
 
     return {name: version_of(info) for name, info in job.kept.items()}

@@ -125,9 +125,14 @@ def sync_command(
 
 @functools.cache
 def uv_version(uv: str) -> str:
-    """`uv --version` as "0.13.9" (recorded in locks and manifests)."""
+    """`uv --version` as "0.13.9" (recorded in locks and manifests); find_uv's answer when it
+    found this binary."""
     from verl_setup.util.runner import ProgramError, run  # noqa: PLC0415
+    from verl_setup.util.uvbin import known_version  # noqa: PLC0415
 
+    known = known_version(uv)
+    if known is not None:
+        return known
     try:
         out = run([uv, "--version"], timeout=30)
     except ProgramError as exc:

@@ -10,7 +10,8 @@ from pathlib import Path
 
 from verl_setup.errors import InstallError
 from verl_setup.host.facts import PythonInterpreter
-from verl_setup.host.interpreter import NoAnswer, ask, shim_folder
+from verl_setup.host.interpreter import Answer, NoAnswer, ask, shim_folder
+from verl_setup.host.interpreter_cache import InterpreterCache
 from verl_setup.util.runner import ProgramError, run
 from verl_setup.util.uvbin import find_uv
 
@@ -57,19 +58,35 @@ def uv_python_dir(home: Path, env: dict[str, str]) -> Path:
     return Path(env.get("XDG_DATA_HOME") or home / ".local/share") / "uv/python"
 
 
-def interrogate(exe: Path, source: str) -> PythonInterpreter | None:
-    """Ask one interpreter for its runtime version and its `--version` answer (None: no answer)."""
-    try:
-        answer = ask(exe, timeout=PY_TIMEOUT)
-    except NoAnswer:
-        return None
+def interrogate(exe: Path, source: str, cache: InterpreterCache | None = None) -> PythonInterpreter | None:
+    """Ask one interpreter for its runtime version and its `--version` answer (None: no answer);
+    from `cache` while it is the same binary."""
+    kept = None if cache is None else cache.get(exe)
+    if kept is None:
+        try:
+            answer = ask(exe, timeout=PY_TIMEOUT)
+        except NoAnswer:
+            return None
+        kept = {
+            "version": answer.version,
+            "implementation": answer.implementation,
+            "version_flag": answer.version_flag,
+            "libpython": answer.libpython,
+        }
+        if cache is not None:
+            cache.put(exe, kept)
+    version, flag, lib = str(kept["version"]), kept["version_flag"], kept["libpython"]
+    mismatch = Answer(
+        exe=str(exe), version=version, full_version=version, implementation=str(kept["implementation"]),
+        libpython=lib, version_flag=flag, executable=str(exe),
+    ).mismatch  # fmt: skip
     return PythonInterpreter(
         path=str(exe),
-        version=answer.version,
-        implementation=answer.implementation,
-        version_flag=answer.version_flag,
-        libpython=answer.libpython,
-        mismatch=answer.mismatch,
+        version=version,
+        implementation=str(kept["implementation"]),
+        version_flag=None if flag is None else str(flag),
+        libpython=None if lib is None else str(lib),
+        mismatch=mismatch,
         source=source,
     )
 
@@ -78,6 +95,7 @@ def detect_pythons(path_env: str, home: Path, env: dict[str, str]) -> tuple[Pyth
     """Every distinct interpreter (by resolved path), interrogated in parallel; uv is asked where
     its Pythons are while the others already answer."""
     seen: set[Path] = set()
+    cache = InterpreterCache(env)
     with ThreadPoolExecutor(max_workers=8) as pool:
         uv_root = pool.submit(uv_python_dir, home, env)
         jobs = []
@@ -90,8 +108,10 @@ def detect_pythons(path_env: str, home: Path, env: dict[str, str]) -> tuple[Pyth
                     continue
                 if os.access(real, os.X_OK) and real not in seen:
                     seen.add(real)
-                    jobs.append(pool.submit(interrogate, exe, source))
+                    jobs.append(pool.submit(interrogate, exe, source, cache))
 
         add(candidates(path_env, home, env))
         add(uv_managed(uv_root.result()))
-        return tuple(p for p in (job.result() for job in jobs) if p is not None)
+        found = tuple(p for p in (job.result() for job in jobs) if p is not None)
+    cache.save()
+    return found

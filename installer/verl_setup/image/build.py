@@ -26,6 +26,7 @@ from verl_setup.image.engine import (
     push,
     verify_in_image,
 )
+from verl_setup.plan.make import PlanInputs, make_plan
 from verl_setup.plan.recipe import build_recipe
 from verl_setup.plan.select import Plan
 from verl_setup.render.templates import RenderedFile, RenderOptions, compare, render, write
@@ -33,9 +34,9 @@ from verl_setup.render.templates import RenderedFile, RenderOptions, compare, re
 
 @dataclass(frozen=True, kw_only=True)
 class ImageRequest:
-    """One image to build: the plan and render options, and how to build it."""
+    """One image to build: the plan (or the plan flags to make it from) and render options, and
+    how to build it."""
 
-    plan: Plan
     options: RenderOptions
     tag: str | None  # required to build; checked after rendering, as the context may refuse first
     builder: str = "auto"  # buildkit.BUILDERS
@@ -44,6 +45,16 @@ class ImageRequest:
     network: str | None = None  # network mode for RUN steps
     push: bool = False
     quiet: bool = False  # no build log (the builder line and the build line still come)
+    plan: Plan | None = None
+    inputs: PlanInputs | None = None
+
+    def planned(self, env: Mapping[str, str]) -> Plan:
+        """The request's plan, else the one its inputs make."""
+        if self.plan is not None:
+            return self.plan
+        if self.inputs is None:
+            raise ValueError("an ImageRequest needs a plan or the inputs to make one")
+        return make_plan(self.inputs, env)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -83,15 +94,15 @@ def context_files(plan: Plan, options: RenderOptions) -> list[RenderedFile]:
     return render(plan, dataclasses.replace(options, targets=("docker",)))
 
 
-def context_listing(plan: Plan, options: RenderOptions) -> ContextListing:
-    """The build context's files and sizes, for a look before building."""
-    return ContextListing(entries=describe_context(context_files(plan, options)))
+def context_listing(request: ImageRequest, env: Mapping[str, str]) -> ContextListing:
+    """The build context's files and sizes, for a look before building (--print-context)."""
+    return ContextListing(entries=describe_context(context_files(request.planned(env), request.options)))
 
 
 def build_image(request: ImageRequest, env: Mapping[str, str], progress: TextIO) -> ImageReport:
     """Render, build, verify inside, label, optionally push; refuses (before building) a changed
     file in `request.context` without `force` and a builder that is out of reach."""
-    plan, options = request.plan, request.options
+    plan, options = request.planned(env), request.options
     files = context_files(plan, options)
     if not request.tag:
         raise BadInputError("--tag is required to build")

@@ -15,25 +15,18 @@ import pickle
 import stat
 import sys
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TypeVar
 
 from verl_setup import __version__
 from verl_setup.util.bounded import BoundError, read_capped
+from verl_setup.util.paths import tool_cache_dir
 
 T = TypeVar("T")
 STALE_S = 30 * 86400  # entries of other files not written for a month go (temporary matrices)
 MAX_SOURCE = 4 * 2**20  # as util/yamlread.py: a larger file is refused there, not hashed here
 _PACKAGE = Path(__file__).resolve().parent.parent
-
-
-def cache_dir(env: Mapping[str, str] = os.environ) -> Path:
-    """$VERL_SETUP_CACHE_DIR, else $XDG_CACHE_HOME/verl-setup, else ~/.cache/verl-setup."""
-    if env.get("VERL_SETUP_CACHE_DIR"):
-        return Path(env["VERL_SETUP_CACHE_DIR"])
-    base = Path(env["XDG_CACHE_HOME"]) if env.get("XDG_CACHE_HOME") else Path.home() / ".cache"
-    return base / "verl-setup"
 
 
 @functools.cache
@@ -57,7 +50,7 @@ def cached(kind: str, sources: Sequence[Path], expected: type[T], build: Callabl
             key.update(str(source).encode() + b"\0" + read_capped(source, MAX_SOURCE, "matrix file") + b"\0")
     except (OSError, BoundError):
         return build()
-    folder = cache_dir() / "parsed"
+    folder = tool_cache_dir() / "parsed"
     where = hashlib.sha256(str(sources[0]).encode()).hexdigest()[:12]
     entry = folder / f"{kind}-{where}-{key.hexdigest()[:32]}.pickle"
     found = _read(entry, expected)

@@ -23,7 +23,6 @@ from pathlib import Path
 from verl_setup.errors import BadInputError
 from verl_setup.matrix.schema import Row
 from verl_setup.util.versions import minor_of, parse_minor
-from verl_setup.util.yamlread import YamlError, dump_yaml, read_yaml
 
 RESOLVED_FILE = "resolved.yaml"
 
@@ -84,6 +83,8 @@ def resolved_path(rows_path: Path) -> Path:
 
 def load_resolved(rows_path: Path) -> dict[str, Resolution]:
     """Every row's recorded resolution (none recorded: empty); a broken file is exit 2."""
+    from verl_setup.util.yamlread import YamlError, read_yaml  # noqa: PLC0415  # the matrix cache hits mostly
+
     path = resolved_path(rows_path)
     if not path.exists() and not path.is_symlink():
         return {}
@@ -118,6 +119,8 @@ def load_resolved(rows_path: Path) -> dict[str, Resolution]:
 
 def record_resolved(rows_path: Path, updates: dict[str, Resolution]) -> Path:
     """Merge rows' new resolutions into resolved.yaml (atomically, sorted, so it diffs cleanly)."""
+    from verl_setup.util.yamlread import dump_yaml  # noqa: PLC0415
+
     path = resolved_path(rows_path)
     old = load_resolved(rows_path)
     rows = {**old, **{row_id: _dated(r, old.get(row_id)) for row_id, r in updates.items()}}

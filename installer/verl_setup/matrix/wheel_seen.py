@@ -16,7 +16,6 @@ from pathlib import Path
 
 from verl_setup.errors import BadInputError
 from verl_setup.util.versions import minor_of
-from verl_setup.util.yamlread import YamlError, dump_yaml, read_yaml
 
 SEEN_FILE = "wheel-sources-seen.yaml"
 
@@ -59,6 +58,8 @@ def load_seen(rows_path: Path) -> dict[str, SeenSource]:
     path = seen_path(rows_path)
     if not path.is_file():
         return {}
+    from verl_setup.util.yamlread import YamlError, read_yaml  # noqa: PLC0415  # only when there is a record
+
     try:
         data = read_yaml(path)[0] or {}
         out = {}
@@ -82,6 +83,8 @@ def load_seen(rows_path: Path) -> dict[str, SeenSource]:
 
 def record_seen(rows_path: Path, updates: dict[str, SeenSource]) -> Path:
     """Merge what was seen of some sources into the record (atomically, sorted)."""
+    from verl_setup.util.yamlread import dump_yaml  # noqa: PLC0415
+
     path = seen_path(rows_path)
     sources = {**load_seen(rows_path), **updates}
     data = {

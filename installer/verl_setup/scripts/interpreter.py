@@ -74,21 +74,87 @@ def _interrogate(parts=(), names="", requires=()):
 
         wanted = None if names == "*" else set(names.split(","))
         dists = []
-        try:
-            import importlib.metadata as md
-
-            found = md.distributions()  # type: Any
-        except ImportError:  # before 3.8: no metadata to read
-            found = ()
-        for dist in found:
-            meta = dist.metadata  # parsed once: dist.version would read the file again
-            name = meta["Name"]
+        quick = None if any(requires) else _quick_distributions()
+        for name, version, location, dist in quick if quick is not None else _metadata_distributions():
             key = re.sub(r"[-_.]+", "-", name or "").lower()
             if name and (wanted is None or key in wanted):
-                needs = list(dist.requires or []) if key in requires else None
-                dists.append([name, meta["Version"], str(dist.locate_file("")), needs])
+                needs = list(dist.requires or []) if dist is not None and key in requires else None
+                dists.append([name, version, location, needs])
         out["distributions"] = dists
     return out
+
+
+def _metadata_distributions():
+    # type: () -> list[tuple[str | None, str | None, str, Any]]
+    try:
+        import importlib.metadata as md
+
+        found = md.distributions()  # type: Any
+    except ImportError:  # before 3.8: no metadata to read
+        found = ()
+    rows = []
+    for dist in found:
+        meta = dist.metadata  # parsed once: dist.version would read the file again
+        rows.append((meta["Name"], meta["Version"], str(dist.locate_file("")), dist))
+    return rows
+
+
+def _quick_distributions():
+    # type: () -> list[tuple[str | None, str | None, str, Any]] | None
+    # What importlib.metadata.distributions() finds on sys.path, read as it reads it (each folder's
+    # *.dist-info / *.egg-info in listing order, METADATA, else PKG-INFO, else the file itself), but
+    # only the header lines up to Version: its email parser and its import cost 0.1 s for a
+    # 160-package environment. None (ask importlib.metadata) for what it reads differently: a zip
+    # or .egg on sys.path, or a finder of its own on sys.meta_path.
+    import os
+    import re
+
+    others = [f for f in sys.meta_path if getattr(f, "__name__", "") != "PathFinder"]
+    if sys.version_info < (3, 8) or any(hasattr(f, "find_distributions") for f in others):
+        return None
+    rows = []  # type: list[tuple[str | None, str | None, str, Any]]
+    for root in sys.path:
+        folder = root or "."
+        if root.endswith(".egg") or os.path.isfile(folder):
+            return None
+        try:
+            children = os.listdir(folder)
+        except OSError:
+            continue
+        groups = {}  # type: dict[str, list[str]]  # importlib.metadata groups a folder's by name
+        for child in children:
+            low = child.lower()
+            if low.endswith((".dist-info", ".egg-info")):
+                group = re.sub(r"[-_.]+", "_", low.rpartition(".")[0].partition("-")[0])
+                groups.setdefault(group, []).append(child)
+        location = os.path.normpath(folder)
+        for child in [c for group in groups.values() for c in group]:
+            name, version = _headers(os.path.join(folder, child))
+            rows.append((name, version, location, None))
+    return rows
+
+
+def _headers(info):
+    # type: (str) -> tuple[str | None, str | None]
+    import os
+
+    for path in (os.path.join(info, "METADATA"), os.path.join(info, "PKG-INFO"), info):
+        try:
+            with open(path, encoding="utf-8", errors="replace") as f:
+                found = {}  # type: dict[str, str]
+                for line in f:
+                    if not line.strip():
+                        break
+                    key, colon, value = line.partition(":")
+                    key = key.lower()
+                    if colon and key in ("name", "version") and key not in found:
+                        found[key] = value.lstrip().rstrip("\r\n")  # as its email parser keeps it
+                        if len(found) == 2:
+                            break
+                return found.get("name"), found.get("version")
+        except OSError:  # not there, or a folder: the next place importlib.metadata looks
+            continue
+    return None, None
 
 
 if __name__ == "__main__":

@@ -22,13 +22,13 @@ from typing import Any
 
 from verl_setup.doctor.checks.ray_demand import Demand
 from verl_setup.doctor.probes.ray_local import cpus_per_bundle
-from verl_setup.matrix.cache import cache_dir
 from verl_setup.scripts import script_path
 from verl_setup.smoke import checks, launch
 from verl_setup.smoke import ray as private_ray
 from verl_setup.smoke.manifest import SmokeTarget
 from verl_setup.smoke.memory import PeakSampler
 from verl_setup.smoke.metrics import StepMetrics
+from verl_setup.util.paths import tool_cache_dir
 from verl_setup.util.vocab import SmokeStage
 
 ASSETS_TIMEOUT_S = 300.0
@@ -237,7 +237,7 @@ def _child_env(env: Mapping[str, str]) -> dict[str, str]:
     the run's dozen processes; Ray's dashboard agent then misses the raylet's fixed 15 s wait on a
     busy host. The cache mirrors the env's paths (PYTHONPYCACHEPREFIX): the env is not written to."""
     child = {k: v for k, v in env.items() if k not in ("RAY_ADDRESS", "PYTHONDONTWRITEBYTECODE")}
-    child.setdefault("PYTHONPYCACHEPREFIX", str(cache_dir(env) / "pycache"))
+    child.setdefault("PYTHONPYCACHEPREFIX", str(tool_cache_dir(env) / "pycache"))
     return child
 
 

@@ -15,7 +15,10 @@ host file and detection); UV_CUDA_DRIVER_VERSION and CONDA_OVERRIDE_CUDA overrid
 WHEELS = "VERL_SETUP_WHEEL_SOURCES (as --wheel-source, comma-separated)"
 HOST = "VERL_SETUP_HOST (as --host)"
 MATRIX = "VERL_SETUP_MATRIX (as --matrix)"
-CACHE = "VERL_SETUP_CACHE_DIR holds the parsed matrix (else $XDG_CACHE_HOME/verl-setup, ~/.cache/...)"
+CACHE = (
+    "VERL_SETUP_CACHE_DIR holds the parsed matrix and interpreter answers "
+    "(else $XDG_CACHE_HOME/verl-setup, ~/.cache/...)"
+)
 EXTRA = """\
 `matrix prove` and `matrix check` skip the rows whose torch is on an extra index unless
 VERL_SETUP_PROVE_EXTRA_INDEXES=1 (it is not tested whether that index can be reached)"""

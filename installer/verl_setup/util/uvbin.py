@@ -5,6 +5,9 @@ from __future__ import annotations
 import functools
 import re
 import shutil
+import sys
+from importlib.util import find_spec
+from pathlib import Path
 
 from verl_setup.errors import InstallError
 from verl_setup.util.versions import minor_of
@@ -15,25 +18,52 @@ from verl_setup.util.versions import minor_of
 # requires-python (0.8); uv 0.5.31 failed `lock --format pylock` as "row cpu does not resolve".
 TESTED_UV = (0, 13)
 _VERSION = re.compile(r"^uv (\d+)\.(\d+)\.(\d+)")
+_KNOWN: dict[str, str] = {}  # binary -> the version find_uv learned for it (no `uv --version` again)
 
 
 def find_uv() -> str:
     """The uv binary: the one shipped with our `uv` dependency, else uv on PATH (either one
     outside the tested range is refused in one line naming the version needed)."""
     try:
-        from uv import find_uv_bin  # noqa: PLC0415  # only needed when we actually run uv
-
-        found = str(find_uv_bin())
+        found = _in_this_venv() or _find_uv_bin()
     except (ImportError, FileNotFoundError):
         path = shutil.which("uv")
         if path is None:
             raise InstallError("uv not found: install it with `python3 -m pip install uv`") from None
-        check_version(path, path_version(path))
+        _KNOWN[path] = path_version(path)
+        check_version(path, _KNOWN[path])
         return path
-    from importlib import metadata  # noqa: PLC0415
+    from verl_setup.util.about import bundled_uv  # noqa: PLC0415  # its dist-info's name: no metadata read
 
-    check_version(found, metadata.version("uv"))  # the wheel's version is its binary's: no program run
+    version = bundled_uv()
+    if version == "none":
+        from importlib import metadata  # noqa: PLC0415
+
+        version = metadata.version("uv")
+    _KNOWN[found] = version  # the wheel's version is its binary's: no program run
+    check_version(found, version)
     return found
+
+
+def _find_uv_bin() -> str:
+    from uv import find_uv_bin  # noqa: PLC0415  # only needed when we actually run uv
+
+    return str(find_uv_bin())
+
+
+def _in_this_venv() -> str | None:
+    """In a venv with our `uv` package, its bin/uv: the first place uv's own find_uv_bin looks
+    (the venv scheme's scripts folder), found without importing it (its sysconfig read costs
+    about 10 ms of every install's start)."""
+    if sys.platform == "win32" or sys.prefix == sys.base_prefix or find_spec("uv") is None:
+        return None
+    exe = Path(sys.prefix) / "bin" / "uv"
+    return str(exe) if exe.is_file() else None
+
+
+def known_version(uv: str) -> str | None:
+    """The version find_uv learned for this binary, if it was the one found."""
+    return _KNOWN.get(uv)
 
 
 @functools.lru_cache(maxsize=8)

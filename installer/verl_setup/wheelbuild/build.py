@@ -26,6 +26,7 @@ from verl_setup.errors import BadInputError, InstallError
 from verl_setup.host.pythons import detect_pythons
 from verl_setup.output import Progress
 from verl_setup.plan.build_host import build_jobs
+from verl_setup.plan.make import PlanInputs
 from verl_setup.plan.select import Plan
 from verl_setup.util.runner import ProgramError, follow, run
 from verl_setup.util.uvbin import find_uv
@@ -41,10 +42,10 @@ NvccChoice = Literal["auto", "host", "pypi"]
 
 
 @dataclass(frozen=True, kw_only=True)
-class BuildOptions:
-    """What `wheelhouse build` was asked (commands/wheelhouse.py builds it from the flags)."""
+class WheelhouseRequest:
+    """`wheelhouse build` as asked: the plan flags, the folder, what to build and how."""
 
-    plan: Plan
+    inputs: PlanInputs
     out: Path
     only: tuple[str, ...] = ()
     sources: Mapping[str, str] = field(default_factory=dict)
@@ -52,6 +53,13 @@ class BuildOptions:
     jobs: int | None = None
     nvcc: NvccChoice = "auto"
     keep_scratch: bool = False
+
+
+@dataclass(frozen=True, kw_only=True)
+class BuildOptions(WheelhouseRequest):
+    """The request with its plan made (what every build step reads)."""
+
+    plan: Plan
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -116,6 +124,30 @@ def _cc_key(cc: str) -> tuple[int, ...]:
 def max_jobs(explicit: int | None) -> int:
     """MAX_JOBS: given, else the cores, at most one job per GIB_PER_BUILD_JOB GiB of memory."""
     return explicit or build_jobs()
+
+
+@dataclass(frozen=True, kw_only=True)
+class WheelhouseReport:
+    """What was built and kept, for the planned row."""
+
+    row: str
+    out: Path
+    outcomes: list[Outcome]
+
+    def to_json(self) -> dict[str, Any]:
+        """The --json data."""
+        return {"row": self.row, "out": str(self.out), "wheels": [o.to_json() for o in self.outcomes]}
+
+
+def build_wheelhouse_for(
+    request: WheelhouseRequest, env: Mapping[str, str], progress: Progress
+) -> WheelhouseReport:
+    """`wheelhouse build`'s use case: plan, then build what the folder lacks for the row."""
+    from verl_setup.plan.make import make_plan  # noqa: PLC0415
+
+    options = BuildOptions(**vars(request), plan=make_plan(request.inputs, env))
+    outcomes = build_wheelhouse(options, env, progress)
+    return WheelhouseReport(row=options.plan.row.id, out=options.out, outcomes=outcomes)
 
 
 def build_wheelhouse(options: BuildOptions, env: Mapping[str, str], progress: Progress) -> list[Outcome]:
