@@ -8,7 +8,7 @@ after one warm-up of each (which fills uv's cache), each into a prefix that does
 With --probe: the import probe against the slowest of its modules imported alone, each in a
 fresh interpreter of the installed environment. Needs the package index.
 
-Usage: python bench/install.py [--runs N] [--json] [--with-import] [--probe] [--shards N]
+Usage: python bench/install.py [--runs N] [--json] [--with-import] [--probe [--probe-runs N]] [--shards N]
 """
 
 from __future__ import annotations
@@ -83,6 +83,7 @@ def main() -> int:
     parser.add_argument("--with-import", action="store_true", help="also time install with `import verl`")
     parser.add_argument("--probe", action="store_true", help="the import probe against its slowest module")
     parser.add_argument("--shards", type=int, default=None, help="import probe processes (default: its own)")
+    parser.add_argument("--probe-runs", type=int, default=None, help="probe rounds (default: --runs)")
     args = parser.parse_args()
 
     plan = make_plan(PlanInputs(), ENV)
@@ -131,7 +132,7 @@ def main() -> int:
         for action in variants.values():  # warm-up: fills uv's cache, first install into each prefix
             action()
         times = _rounds(variants, work, args.runs)
-        probe = _probe(work / "ours", args.shards, args.runs) if args.probe else None
+        probe = _probe(work / "ours", args.shards, args.probe_runs or args.runs) if args.probe else None
     finally:
         shutil.rmtree(work, ignore_errors=True)
     _report(
@@ -169,6 +170,7 @@ def _report(
     paired = sorted(o / r for o, r in zip(times[OURS], times[RAW], strict=True))
     if as_json:
         doc = {"results": stats, "overhead_s": overhead, "install_ratio": ratio, "probe": probe}
+        doc["rounds_s"] = {name: [round(x, 2) for x in t] for name, t in times.items()}
         doc["paired_ratio"] = {"median": round(statistics.median(paired), 3), "min": round(paired[0], 3),
                                "max": round(paired[-1], 3)}  # fmt: skip
         print(json.dumps({"bench": head, **doc}, indent=2))

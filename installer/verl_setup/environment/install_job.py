@@ -13,7 +13,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
-from verl_setup.environment.lock import Lock, after_lock, read_lock
 from verl_setup.environment.lock_job import planned_recipe
 from verl_setup.environment.python_choice import PythonChoice, choose_python
 from verl_setup.environment.staging import Layout, check_prefix, resolve_prefix
@@ -26,6 +25,7 @@ from verl_setup.plan.user_packages import UserPackages
 
 if TYPE_CHECKING:
     from verl_setup.environment.bundle import Bundle
+    from verl_setup.environment.lock import Lock
     from verl_setup.environment.with_resolve import Resolved
 
 INPUTS = "verl-setup"  # folder inside the venv with the exact uv inputs used
@@ -97,6 +97,8 @@ def uv_commands(
             sync = without_binary_only(sync)
         commands.append(Command(what="lock", argv=sync + offline))
         # The lock holds no package installed without its dependencies: they come after it.
+        from verl_setup.environment.lock import after_lock  # noqa: PLC0415  # only a lock's install
+
         steps = after_lock(recipe)
     else:
         steps = list(recipe.venv_steps)
@@ -152,7 +154,11 @@ def prepare(options: InstallOptions, env: Mapping[str, str], progress: Progress)
         bundle, env = open_bundle(options.offline, env, progress)
         plan_inputs = dataclasses.replace(options.plan, row=options.plan.row or bundle.row)
         options = dataclasses.replace(options, lock=bundle.lock, plan=plan_inputs)
-    lock = read_lock(options.lock) if options.lock else None
+    lock = None
+    if options.lock:
+        from verl_setup.environment.lock import read_lock  # noqa: PLC0415
+
+        lock = read_lock(options.lock)
     plan = make_plan(options.plan, env)
     row = plan.row
     engine = "no engine" if row.engine.name == "none" else f"{row.engine.name} {row.engine.version}"

@@ -6,8 +6,6 @@ from __future__ import annotations
 
 import hashlib
 import re
-from importlib.util import find_spec
-from pathlib import Path
 
 from verl_setup import __version__
 from verl_setup.util.paths import data_dir
@@ -25,16 +23,8 @@ def matrix_digest() -> tuple[str, str]:
     return digest, max(dates).decode() if dates else "unproven"
 
 
-def bundled_uv() -> str:
-    """The version of the uv our `uv` dependency ships ("none": uv on PATH is used), from its
-    dist-info folder's name: importlib.metadata would cost -V about 50 ms."""
-    spec = find_spec("uv")
-    if spec is None or spec.origin is None:
-        return "none"
-    found = sorted(Path(spec.origin).parent.parent.glob("uv-*.dist-info"))
-    return found[-1].name.removeprefix("uv-").removesuffix(".dist-info") if found else "none"
-
-
 def version_text() -> str:
+    from verl_setup.util.uvbin import bundled_uv  # noqa: PLC0415
+
     digest, date = matrix_digest()
     return f"verl-setup {__version__} (matrix {digest}, proven to {date}; uv {bundled_uv()})\n"
