@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.metadata
 import json
 import subprocess
 import sys
@@ -155,7 +156,8 @@ def test_version_names_the_matrix_digest_its_newest_proof_and_the_uv_and_answers
     proof = (data_dir("matrices") / "proof.yaml").read_text(encoding="utf-8")
     newest = max(re.findall(r"date: '(\d{4}-\d\d-\d\d)'", proof))
     digest = hashlib.sha256(rows.read_bytes()).hexdigest()[:12]
-    expected = f"verl-setup {__version__} (matrix {digest}, proven to {newest}; uv 0.13.9)\n"
+    bundled = importlib.metadata.version("uv")  # the uv our dependency installed (pyproject: 0.13.x)
+    expected = f"verl-setup {__version__} (matrix {digest}, proven to {newest}; uv {bundled})\n"
     assert run_cli("-V").out == expected
     later = run_cli("-V", "plan")  # argparse's path: the same text, exit 0
     assert (later.code, later.out) == (0, expected)
