@@ -85,20 +85,8 @@ def install_cluster(
         raise BadInputError("the cluster file was not gathered through Ray: give --ray ADDRESS")
     prefix, python = request.prefix, request.python
     row, total = plan.plan.row.id, len(plan.nodes)
-    install_argv = (
-        *(
-            "install",
-            "--prefix",
-            str(prefix),
-            "--row",
-            row,
-            "--python",
-            plan.plan.python,
-            "--json",
-            "--quiet",
-        ),
-        *request.node_options,
-    )
+    install_argv = ["install", "--prefix", str(prefix), "--row", row, "--python", plan.plan.python]
+    install_argv += ["--json", "--quiet", *request.node_options]
     progress.step(
         "plan", f"{row} with Python {plan.plan.python} for all {total} nodes of {request.cluster_file}"
     )

@@ -25,13 +25,12 @@ from verl_setup.util.bounded import one_line
 
 @dataclass(frozen=True, kw_only=True)
 class RenderRequest:
-    """What to render for which plan (or the plan flags to make it from, for one machine or every
-    node of a cluster file), into which folder, and how."""
+    """What to render: the plan flags (for one machine, or every node of a cluster file), into
+    which folder, and how."""
 
+    inputs: PlanInputs
     options: RenderOptions
     out: Path
-    plan: Plan | None = None
-    inputs: PlanInputs | None = None
     cluster: Path | None = None
     dry_run: bool = False
     force: bool = False
@@ -80,11 +79,10 @@ def render_into(
     warn: Callable[[str], None] | None = None,
     cluster_warn: Callable[[str], None] | None = None,
 ) -> RenderReport:
-    """Plan (unless the request holds one), render, lock the uv project (not in a dry run),
-    compare; write unless a file conflicts. `warn` hears what the plan warns about that holds for
-    the files too (None: nobody asks); `cluster_warn` what the cluster file changes."""
+    """Plan, render, lock the uv project (not in a dry run), compare; write unless a file
+    conflicts. `warn` hears what the plan warns about that holds for the files too (None: nobody
+    asks); `cluster_warn` what the cluster file changes."""
     plan, options = _planned(request, env, cluster_warn)
-    request = replace(request, plan=plan, options=options)
     rendered = render(plan, options)
     if warn is not None:
         from verl_setup.render.next_steps import render_warnings  # noqa: PLC0415
@@ -92,7 +90,7 @@ def render_into(
         for warning in render_warnings(plan, options):
             warn(warning)
     if "uv-project" in options.targets:
-        rendered += _uv_lock(request, plan, rendered, env, progress)
+        rendered += _uv_lock(request, plan, options, rendered, env=env, progress=progress)
     _usable_out(request.out)
     files = compare(rendered, request.out, force=request.force)
     report = RenderReport(
@@ -113,12 +111,8 @@ def render_into(
 def _planned(
     request: RenderRequest, env: Mapping[str, str], cluster_warn: Callable[[str], None] | None
 ) -> tuple[Plan, RenderOptions]:
-    """The request's plan, else the one its inputs make (with --cluster: the cluster plan, and the
-    options its nodes, GPUs, head and interfaces shape)."""
-    if request.plan is not None:
-        return request.plan, request.options
-    if request.inputs is None:
-        raise ValueError("a RenderRequest needs a plan or the inputs to make one")
+    """The plan the request's inputs make (with --cluster: the cluster plan, and the options its
+    nodes, GPUs, head and interfaces shape)."""
     if request.cluster is None:
         return make_plan(request.inputs, env), request.options
     from verl_setup.plan.make import make_cluster_plan  # noqa: PLC0415  # the cluster file's classes
@@ -145,7 +139,9 @@ def _usable_out(out: Path) -> None:
 def _uv_lock(
     request: RenderRequest,
     plan: Plan,
+    options: RenderOptions,
     rendered: list[RenderedFile],
+    *,
     env: Mapping[str, str],
     progress: Progress,
 ) -> list[RenderedFile]:
@@ -153,7 +149,7 @@ def _uv_lock(
     from verl_setup.environment.uv_lock import lock  # noqa: PLC0415
     from verl_setup.render.templates import TARGETS, uv_project_of  # noqa: PLC0415
 
-    for warning in uv_project_of(plan, request.options).warnings:
+    for warning in uv_project_of(plan, options).warnings:
         progress.say(f"warning: {warning}")
     if request.dry_run:
         progress.say("uv.lock: not resolved in a dry run (`uv lock` runs when the files are written)")
