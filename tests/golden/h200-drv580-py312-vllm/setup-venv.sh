@@ -93,7 +93,7 @@ fi
 
 INPUTS=$(mktemp -d)
 trap 'rm -rf "$INPUTS"' EXIT
-# The row's closure (recorded 2026-12-02, proven to imports (without flash-attn): 261 distributions held (Python 3.12 x86_64)):
+# The row's closure (recorded 2026-12-07, proven to imports (without flash-attn): 261 distributions held (Python 3.12 x86_64)):
 # every package below the row's pins is held to the set it was proven with, so this script
 # installs the same set today and next month.
 CONSTRAINTS="$INPUTS/constraints.txt"
