@@ -226,10 +226,13 @@ def main_inner(argv: Sequence[str] | None = None) -> int:
     """Parse and run; errors propagate (tests call this)."""
     argv = list(sys.argv[1:] if argv is None else argv)
     fast = top_level_help(_columns()) if argv in (["-h"], ["--help"]) else None
-    if fast is not None or argv in (["-V"], ["--version"]):
-        from verl_setup.util.about import version_text  # noqa: PLC0415
+    if fast is not None:
+        sys.stdout.write(fast)
+        return 0
+    if argv in (["-V"], ["--version"]):
+        from verl_setup.util.about import version_text  # noqa: PLC0415  # hashlib, re, pathlib
 
-        sys.stdout.write(fast or version_text())
+        sys.stdout.write(version_text())
         return 0
     args = parse(argv)
     if args.verbose:

@@ -170,3 +170,16 @@ def test_top_level_help_imports_neither_argparse_nor_a_command() -> None:
     loaded = out.splitlines()[-1]
     assert "'argparse'" not in loaded
     assert "verl_setup.commands" not in loaded
+    assert "verl_setup.util.about" not in loaded  # -V's matrix digest (hashlib, re, pathlib)
+
+
+@pytest.mark.subprocess
+def test_a_plan_without_added_packages_loads_no_requirement_grammar() -> None:
+    code = (
+        "import io, sys, contextlib; from verl_setup.cli import main\n"
+        "with contextlib.redirect_stdout(io.StringIO()):\n"
+        "    main(['plan', '--driver', '580.95.05', '--gpu', 'H100', '--python', '3.12', '--json'])\n"
+        "print('packaging.requirements' in sys.modules, 'verl_setup.plan.verl_source' in sys.modules)"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.splitlines()[-1] == "False False"

@@ -68,10 +68,12 @@ def pinned_user_packages(args: argparse.Namespace, env: Mapping[str, str]) -> Us
 
 
 def _verl_checkout(args: argparse.Namespace) -> str | None:
-    from verl_setup.plan.verl_source import requested_version  # noqa: PLC0415
-
     verl = user_packages(args).verl
-    return None if verl is None else requested_version(verl)
+    if verl is None:
+        return None
+    from verl_setup.plan.verl_source import requested_version  # noqa: PLC0415  # packaging's grammar
+
+    return requested_version(verl)
 
 
 def config_of(args: argparse.Namespace) -> dict[str, Any]:

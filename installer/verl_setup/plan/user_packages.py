@@ -13,9 +13,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from packaging.requirements import InvalidRequirement, Requirement
-from packaging.utils import canonicalize_name
-
 from verl_setup.errors import BadInputError
 from verl_setup.util.bounded import one_line
 
@@ -42,6 +39,8 @@ class UserRequirement:
         """The direct reference of a git or URL requirement."""
         if self.kind not in ("git", "url"):
             return None
+        from packaging.requirements import Requirement  # noqa: PLC0415  # only for added packages
+
         return Requirement(self.text).url
 
     def uv_args(self) -> list[str]:
@@ -109,6 +108,10 @@ def parse_with(text: str, origin: str, base: Path | None = None) -> UserRequirem
         raise BadInputError(f"{origin}: an empty requirement")
     if _looks_like_path(stripped):
         return parse_editable(stripped, origin, base)
+    # packaging's requirement grammar costs ~10 ms to import: a plan without --with never pays it
+    from packaging.requirements import InvalidRequirement, Requirement  # noqa: PLC0415
+    from packaging.utils import canonicalize_name  # noqa: PLC0415
+
     try:
         req = Requirement(stripped)
     except InvalidRequirement as exc:
@@ -151,6 +154,8 @@ def parse_editable(
             "setup.cfg or setup.py name)"
         )
     more = tuple(sorted({*extras, *(e.strip() for e in extras_text.split(",") if e.strip())}))
+    from packaging.utils import canonicalize_name  # noqa: PLC0415
+
     return UserRequirement(
         text=str(path), name=canonicalize_name(name), origin=origin, kind="path", editable=True, path=path,
         extras=more,
@@ -240,6 +245,8 @@ def collect(
                 f"{req.shown()!r} ({req.origin}); give it once"
             )
         seen.setdefault(req.name, req)
+    from packaging.utils import canonicalize_name  # noqa: PLC0415
+
     return UserPackages(requirements=tuple(seen.values()), keep=tuple(canonicalize_name(k) for k in keep))
 
 
