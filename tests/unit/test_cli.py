@@ -174,12 +174,14 @@ def test_top_level_help_imports_neither_argparse_nor_a_command() -> None:
 
 
 @pytest.mark.subprocess
-def test_a_plan_without_added_packages_loads_no_requirement_grammar() -> None:
+def test_a_plan_from_flags_loads_only_what_its_flags_need() -> None:
     code = (
         "import io, sys, contextlib; from verl_setup.cli import main\n"
         "with contextlib.redirect_stdout(io.StringIO()):\n"
         "    main(['plan', '--driver', '580.95.05', '--gpu', 'H100', '--python', '3.12', '--json'])\n"
-        "print('packaging.requirements' in sys.modules, 'verl_setup.plan.verl_source' in sys.modules)"
+        "names = ('packaging.requirements', 'verl_setup.plan.verl_source', 'verl_setup.host.facts',\n"
+        "         'verl_setup.util.secrets')\n"
+        "print([n for n in names if n in sys.modules])"
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert done.stdout.splitlines()[-1] == "False False"
+    assert done.stdout.splitlines()[-1] == "[]"  # no --with, no host file, no --wheel-source

@@ -3,10 +3,14 @@ driver through NVIDIA's Windows table, and a Jetson refused (its GPU runs under 
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from verl_setup.errors import BadInputError, NoCompatibleRowError
-from verl_setup.host.facts import HostFacts
 from verl_setup.matrix.cuda import CudaRules
 from verl_setup.util.versions import DriverVersion
+
+if TYPE_CHECKING:  # a plan from flags alone never loads the host's fact classes
+    from verl_setup.host.facts import HostFacts
 
 
 def host_driver(host: HostFacts, host_source: str, rules: CudaRules) -> tuple[DriverVersion, str]:

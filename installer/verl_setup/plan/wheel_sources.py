@@ -20,7 +20,6 @@ from verl_setup.errors import BadInputError
 from verl_setup.matrix.schema import ExtensionFacts, Row, RowsFile, TorchFrom, Trust, WheelSource
 from verl_setup.matrix.wheel_seen import SeenSource, wheel_key, world_of
 from verl_setup.util.bounded import one_line
-from verl_setup.util.secrets import mask
 from verl_setup.util.versions import minor_of, parse_minor
 
 ENV_VAR = "VERL_SETUP_WHEEL_SOURCES"
@@ -51,7 +50,7 @@ def user_sources(values: Sequence[str], env: Mapping[str, str]) -> tuple[WheelSo
     for value in dict.fromkeys(given):
         out.append(
             WheelSource(
-                id=f"user {mask(value)}",  # R3: printed by plan, errors and --json; never its password
+                id=f"user {_masked(value)}",  # R3: printed by plan, errors and --json; never its password
                 kind="index",
                 url=_as_url(value),
                 torch_from="manifest",
@@ -60,6 +59,16 @@ def user_sources(values: Sequence[str], env: Mapping[str, str]) -> tuple[WheelSo
             )
         )
     return tuple(out)
+
+
+def _masked(value: str) -> str:
+    from verl_setup.util.secrets import mask  # noqa: PLC0415  # its patterns only for a source given
+
+    return mask(value)
+
+
+def _shown(value: str) -> str:
+    return one_line(_masked(value))
 
 
 def _as_url(value: str) -> str:
@@ -73,10 +82,9 @@ def _as_url(value: str) -> str:
     elif scheme == "":
         path = Path(value).expanduser().absolute()
     else:
-        shown = one_line(mask(value))
-        raise BadInputError(f"--wheel-source {shown!r}: not a folder, file:// or http(s):// URL")
+        raise BadInputError(f"--wheel-source {_shown(value)!r}: not a folder, file:// or http(s):// URL")
     if not path.is_dir():
-        raise BadInputError(f"--wheel-source {one_line(mask(value))!r}: no such folder")
+        raise BadInputError(f"--wheel-source {_shown(value)!r}: no such folder")
     if (path / "simple" / "index.html").is_file():  # a folder `wheelhouse build --out` made: its index
         path = path / "simple"
     return path.as_uri().rstrip("/") + "/"
