@@ -13,6 +13,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
+from packaging.utils import canonicalize_name  # loaded on every plan's path already (plan/whole_wheel)
+
 from verl_setup.errors import BadInputError
 from verl_setup.util.bounded import one_line
 
@@ -110,7 +112,6 @@ def parse_with(text: str, origin: str, base: Path | None = None) -> UserRequirem
         return parse_editable(stripped, origin, base)
     # packaging's requirement grammar costs ~10 ms to import: a plan without --with never pays it
     from packaging.requirements import InvalidRequirement, Requirement  # noqa: PLC0415
-    from packaging.utils import canonicalize_name  # noqa: PLC0415
 
     try:
         req = Requirement(stripped)
@@ -154,7 +155,6 @@ def parse_editable(
             "setup.cfg or setup.py name)"
         )
     more = tuple(sorted({*extras, *(e.strip() for e in extras_text.split(",") if e.strip())}))
-    from packaging.utils import canonicalize_name  # noqa: PLC0415
 
     return UserRequirement(
         text=str(path), name=canonicalize_name(name), origin=origin, kind="path", editable=True, path=path,
@@ -245,7 +245,6 @@ def collect(
                 f"{req.shown()!r} ({req.origin}); give it once"
             )
         seen.setdefault(req.name, req)
-    from packaging.utils import canonicalize_name  # noqa: PLC0415
 
     return UserPackages(requirements=tuple(seen.values()), keep=tuple(canonicalize_name(k) for k in keep))
 
